@@ -1,0 +1,243 @@
+//! The dump format: the one contract between `libgpuspy.so` (which writes dumps) and the
+//! `gpuspy` CLI (which reads them). Everything both sides must agree on lives here: the
+//! schema version, the JSON shape, the histogram layout and the API naming rules.
+//!
+//! docs/dump-format.md describes the same schema for people; keep the two in step.
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped on any change a reader of the previous version would misread.
+pub const SCHEMA_VERSION: u32 = 1;
+/// The `schema` field of every dump, so that a stray JSON file is recognised as foreign.
+pub const SCHEMA_NAME: &str = "gpuspy-dump";
+
+pub mod hist;
+pub use hist::Histogram;
+
+/// One dump: everything one process recorded, written by the shim.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Dump {
+    pub schema: String,
+    pub schema_version: u32,
+    pub tool_version: String,
+    pub process: Process,
+    /// Wall-clock (Unix epoch) nanoseconds at process start (or at fork, for a child) and at the
+    /// moment this dump was taken.
+    pub start_unix_ns: u64,
+    pub stop_unix_ns: u64,
+    /// `true` when written at exit; `false` for a periodic flush of a still-running process.
+    pub complete: bool,
+    /// Time source of every latency: `"tsc"` (invariant TSC, calibrated) or `"monotonic"`.
+    pub clock: String,
+    pub histogram: hist::Layout,
+    /// Threads that made at least one intercepted call.
+    pub threads: u32,
+    /// Sum of the time spent inside outermost intercepted driver calls, all threads.
+    pub driver_ns: u64,
+    pub apis: Vec<ApiRecord>,
+    pub syncs: Vec<SyncRecord>,
+    pub copies: Vec<CopyRecord>,
+    /// Driver entry points the program looked up that gpuspy does not wrap (passed through).
+    pub unwrapped_symbols: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: u32,
+    pub host: String,
+    pub exe: String,
+    pub cmdline: Vec<String>,
+    /// Rank-identifying environment variables that were set (`RANK`, `LOCAL_RANK`, ...).
+    pub rank_env: Vec<(String, String)>,
+}
+
+/// Per exact exported symbol (`cuMemcpyHtoDAsync_v2_ptsz`, not the base name).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ApiRecord {
+    pub symbol: String,
+    /// Outermost calls, each timed into `hist`.
+    pub calls: u64,
+    /// Calls made while another intercepted call was in progress on the same thread (the
+    /// driver calling its own exports): forwarded and counted, not timed.
+    pub nested: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    /// Bytes named by the call: copy and memset sizes, allocation sizes.
+    pub bytes: u64,
+    /// Non-zero `CUresult` codes and how often each was returned.
+    pub results: Vec<(u32, u64)>,
+    pub hist: Histogram,
+}
+
+/// Calls that blocked the host thread until the GPU caught up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SyncCause {
+    /// `cuStreamSynchronize`, `cuCtxSynchronize`, `cuEventSynchronize`.
+    Explicit,
+    /// A synchronous copy API (`cuMemcpyHtoD`, `cuMemcpyDtoH`, ...).
+    SyncCopy,
+    /// An `*Async` copy whose host side is pageable memory, which the driver stages and so
+    /// performs synchronously.
+    PageableAsyncCopy,
+    /// Frees that synchronise the device (`cuMemFree`, `cuMemFreeHost`, `cuMemHostUnregister`).
+    Free,
+}
+
+impl SyncCause {
+    pub const ALL: [SyncCause; 4] = [
+        SyncCause::Explicit,
+        SyncCause::SyncCopy,
+        SyncCause::PageableAsyncCopy,
+        SyncCause::Free,
+    ];
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SyncRecord {
+    pub cause: SyncCause,
+    pub calls: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub hist: Histogram,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Direction {
+    HtoD,
+    DtoH,
+    DtoD,
+    Peer,
+    /// Unified-addressing copies (`cuMemcpy`, batches) whose direction the shim cannot see
+    /// without asking the driver.
+    Unknown,
+}
+
+impl Direction {
+    pub const ALL: [Direction; 5] = [
+        Direction::HtoD,
+        Direction::DtoH,
+        Direction::DtoD,
+        Direction::Peer,
+        Direction::Unknown,
+    ];
+}
+
+/// What kind of host memory a copy touched, judged from allocations the shim itself saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKind {
+    /// `cuMemHostAlloc`, `cuMemAllocHost` or `cuMemHostRegister` memory.
+    Pinned,
+    /// Host memory the driver did not allocate or register.
+    Pageable,
+    /// `cuMemAllocManaged` memory.
+    Managed,
+    /// No host side (device-to-device, peer) or not known.
+    None,
+}
+
+impl HostKind {
+    pub const ALL: [HostKind; 4] = [
+        HostKind::Pinned,
+        HostKind::Pageable,
+        HostKind::Managed,
+        HostKind::None,
+    ];
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CopyRecord {
+    pub direction: Direction,
+    pub host: HostKind,
+    pub calls: u64,
+    pub bytes: u64,
+}
+
+/// Parses a dump, turning every way it can be wrong into one line that says what is wrong.
+pub fn parse_dump(text: &str) -> Result<Dump, String> {
+    if text.trim().is_empty() {
+        return Err("empty file".into());
+    }
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        if e.is_eof() {
+            format!("truncated JSON ({e})")
+        } else {
+            format!("not JSON ({e})")
+        }
+    })?;
+    if value.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA_NAME) {
+        return Err("not a gpuspy dump (no \"schema\": \"gpuspy-dump\")".into());
+    }
+    let version = value
+        .get("schema_version")
+        .and_then(|v| v.as_u64())
+        .ok_or("gpuspy dump without a schema_version")?;
+    if version != u64::from(SCHEMA_VERSION) {
+        return Err(format!(
+            "dump schema version {version} is not supported by this gpuspy (reads version {SCHEMA_VERSION}); \
+             use the gpuspy that wrote it"
+        ));
+    }
+    let dump: Dump = serde_json::from_value(value).map_err(|e| format!("malformed dump ({e})"))?;
+    dump.histogram.check()?;
+    for api in &dump.apis {
+        api.hist.check(&dump.histogram)?;
+    }
+    for sync in &dump.syncs {
+        sync.hist.check(&dump.histogram)?;
+    }
+    Ok(dump)
+}
+
+/// The API family of an exact exported symbol: version and stream suffixes removed,
+/// `cuMemcpyHtoDAsync_v2_ptsz` -> `cuMemcpyHtoDAsync`.
+pub fn base_name(symbol: &str) -> &str {
+    let mut name = symbol;
+    loop {
+        let stripped = name
+            .strip_suffix("_ptsz")
+            .or_else(|| name.strip_suffix("_ptds"))
+            .or_else(|| strip_version(name));
+        match stripped {
+            Some(s) => name = s,
+            None => return name,
+        }
+    }
+}
+
+fn strip_version(name: &str) -> Option<&str> {
+    let (head, tail) = name.rsplit_once("_v")?;
+    (!tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit())).then_some(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_name_strips_versions_and_stream_suffixes() {
+        assert_eq!(base_name("cuMemcpyHtoDAsync_v2_ptsz"), "cuMemcpyHtoDAsync");
+        assert_eq!(base_name("cuMemcpyHtoD_v2_ptds"), "cuMemcpyHtoD");
+        assert_eq!(base_name("cuLaunchKernel_ptsz"), "cuLaunchKernel");
+        assert_eq!(base_name("cuCtxCreate_v4"), "cuCtxCreate");
+        assert_eq!(base_name("cuMemPrefetchAsync_v2_ptsz"), "cuMemPrefetchAsync");
+        assert_eq!(base_name("cuLaunchKernel"), "cuLaunchKernel");
+        // `_v` not followed by digits only is part of the name.
+        assert_eq!(base_name("cuFoo_vx"), "cuFoo_vx");
+        assert_eq!(base_name("cuFoo_v"), "cuFoo_v");
+    }
+
+    #[test]
+    fn parse_rejects_bad_input_with_a_reason() {
+        assert_eq!(parse_dump("").unwrap_err(), "empty file");
+        assert!(parse_dump("{\"schema\": \"gpu").unwrap_err().starts_with("truncated JSON"));
+        assert!(parse_dump("\u{1}\u{2}garbage").unwrap_err().starts_with("not JSON"));
+        assert!(parse_dump("{}").unwrap_err().starts_with("not a gpuspy dump"));
+        let future = r#"{"schema":"gpuspy-dump","schema_version":99}"#;
+        assert!(parse_dump(future).unwrap_err().contains("schema version 99"));
+        let broken = r#"{"schema":"gpuspy-dump","schema_version":1,"pid":1}"#;
+        assert!(parse_dump(broken).unwrap_err().starts_with("malformed dump"));
+    }
+}

@@ -1,0 +1,87 @@
+//! Timestamps for the hot path: the invariant TSC where the CPU has one, calibrated once
+//! against CLOCK_MONOTONIC, else CLOCK_MONOTONIC itself (vDSO, roughly twice the cost).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+static USE_TSC: AtomicBool = AtomicBool::new(false);
+/// Nanoseconds per tick in 32.32 fixed point; 1.0 for the monotonic clock.
+static NS_PER_TICK_Q32: AtomicU64 = AtomicU64::new(1 << 32);
+
+/// Which time source is in use, for the dump header.
+pub fn source() -> &'static str {
+    if USE_TSC.load(Relaxed) {
+        "tsc"
+    } else {
+        "monotonic"
+    }
+}
+
+/// A raw timestamp in ticks of the chosen source.
+#[inline(always)]
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if USE_TSC.load(Relaxed) {
+        // SAFETY: rdtsc has no preconditions; USE_TSC is only set when the CPU reports an
+        // invariant TSC.
+        return unsafe { core::arch::x86_64::_rdtsc() };
+    }
+    monotonic_ns()
+}
+
+/// Converts a tick difference to nanoseconds.
+#[inline(always)]
+pub fn ticks_to_ns(ticks: u64) -> u64 {
+    ((u128::from(ticks) * u128::from(NS_PER_TICK_Q32.load(Relaxed))) >> 32) as u64
+}
+
+pub fn monotonic_ns() -> u64 {
+    read_clock(libc::CLOCK_MONOTONIC)
+}
+
+pub fn unix_ns() -> u64 {
+    read_clock(libc::CLOCK_REALTIME)
+}
+
+fn read_clock(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec to write to.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Picks the time source; `force_monotonic` comes from `GPUSPY_CLOCK=monotonic`.
+/// Spins about 2 ms to calibrate the TSC: called once per process, on the cold init path.
+#[cold]
+pub fn init(force_monotonic: bool) {
+    if force_monotonic || !invariant_tsc() {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions.
+        let tsc = || unsafe { core::arch::x86_64::_rdtsc() };
+        let (t0, m0) = (tsc(), monotonic_ns());
+        let mut m1 = m0;
+        while m1 - m0 < 2_000_000 {
+            m1 = monotonic_ns();
+        }
+        let t1 = tsc();
+        if t1 > t0 {
+            let q32 = (u128::from(m1 - m0) << 32) / u128::from(t1 - t0);
+            NS_PER_TICK_Q32.store(q32 as u64, Relaxed);
+            USE_TSC.store(true, Relaxed);
+        }
+    }
+}
+
+/// CPUID leaf 0x8000_0007, EDX bit 8: the TSC runs at a constant rate in all power states.
+fn invariant_tsc() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let max_ext = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+        if max_ext >= 0x8000_0007 {
+            return core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0;
+        }
+    }
+    false
+}

@@ -1,0 +1,313 @@
+//! The three doors into the driver, and how each hands out our wrappers.
+//!
+//! 1. Exported symbols: `hooks.rs` exports a wrapper under every hooked name, so a program
+//!    linked with `-lcuda` binds to it; the wrapper calls libcuda's export of the same name.
+//! 2. `dlsym(handle, "cu...")`: a handle-scoped lookup never sees a preloaded library, so we
+//!    define `dlsym` ourselves, ask the real one, and swap a libcuda entry point for our
+//!    wrapper of the same exported variant.
+//! 3. `cuGetProcAddress` (4 arguments) and `cuGetProcAddress_v2` (5): the CUDA runtime gets
+//!    every entry point through these. We call the real resolver and swap the returned
+//!    pointer the same way, including when the symbol asked for is the resolver itself.
+//!
+//! Swapping is by pointer identity, never by name: the driver picks the variant from
+//! version and flags (`cuMemAlloc` at 3020 is `cuMemAlloc_v2`; flag 2 gives `_ptsz`), so
+//! the pointer it returns names the exact ABI, and the wrapper of that variant is the only
+//! correct one. Pointers we do not know pass through untouched; their names are kept once.
+//!
+//! Never call `libc::dlsym` (or anything built on it) in this crate: it binds to our own
+//! `dlsym`. `real_dlsym` is the way to the real one.
+
+use crate::hooks::{wrapper_address, CUresult, Hook, ALL_HOOKS, HOOK_COUNT, HOOK_NAMES};
+use crate::record::intercept;
+use crate::effect::Effect;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering::*};
+
+type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+
+static REAL_DLSYM: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+extern "C" {
+    fn dlvsym(handle: *mut c_void, symbol: *const c_char, version: *const c_char) -> *mut c_void;
+}
+
+/// glibc's `dlsym`, found with `dlvsym` (which we do not interpose). Newest version first;
+/// 2.17 is aarch64's base version.
+fn real_dlsym() -> Option<DlsymFn> {
+    let mut f = REAL_DLSYM.load(Acquire);
+    if f.is_null() {
+        for version in [c"GLIBC_2.34", c"GLIBC_2.2.5", c"GLIBC_2.17"] {
+            // SAFETY: valid C strings; dlvsym is thread-safe.
+            f = unsafe { dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) };
+            if !f.is_null() {
+                break;
+            }
+        }
+        if f.is_null() {
+            return None;
+        }
+        REAL_DLSYM.store(f, Release);
+    }
+    // SAFETY: f is glibc's dlsym.
+    Some(unsafe { std::mem::transmute::<*mut c_void, DlsymFn>(f) })
+}
+
+/// Looks `name` up with the real `dlsym`.
+pub fn lookup(handle: *mut c_void, name: &CStr) -> *mut c_void {
+    match real_dlsym() {
+        // SAFETY: name is NUL-terminated; handle is whatever the caller's dlsym would take.
+        Some(dlsym) => unsafe { dlsym(handle, name.as_ptr()) },
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// Door 2: every `dlsym` in the process comes through here.
+///
+/// # Safety
+/// Same contract as `dlsym(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
+    let Some(real) = real_dlsym() else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: forwarding the caller's arguments.
+    let found = unsafe { real(handle, symbol) };
+    // Fast path for everything that is not a driver entry point (`cu` + capital letter;
+    // this excludes cudnn*, cublas*, curl_*).
+    // SAFETY: symbol is a C string per dlsym's contract (null is tolerated).
+    if found.is_null() || symbol.is_null() || !is_driver_name(unsafe { CStr::from_ptr(symbol) })
+    {
+        return found;
+    }
+    swap_for_wrapper(found, symbol)
+}
+
+fn is_driver_name(name: &CStr) -> bool {
+    matches!(name.to_bytes(), [b'c', b'u', c, ..] if c.is_ascii_uppercase())
+}
+
+/// Door 3, the CUDA 11.3 form (4 arguments).
+///
+/// # Safety
+/// Same contract as `cuGetProcAddress` in cuda.h.
+#[no_mangle]
+pub unsafe extern "C" fn cuGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+) -> CUresult {
+    type Real = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> CUresult;
+    let Some(real) = real_fn(Hook::cuGetProcAddress) else {
+        return crate::hooks::CUDA_ERROR_NOT_FOUND;
+    };
+    // SAFETY: libcuda's cuGetProcAddress has exactly this signature.
+    let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
+    // SAFETY: forwarding the caller's arguments.
+    let result = intercept(Hook::cuGetProcAddress, Effect::None, || unsafe {
+        real(symbol, pfn, version, flags)
+    });
+    // SAFETY: pfn is the caller's out-pointer, written by the driver on success.
+    unsafe { swap_resolved(result, pfn, symbol) };
+    result
+}
+
+/// Door 3, the CUDA 12+ form (5 arguments). `status` is the driver's to write, never ours.
+///
+/// # Safety
+/// Same contract as `cuGetProcAddress_v2` in cuda.h.
+#[no_mangle]
+pub unsafe extern "C" fn cuGetProcAddress_v2(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+    status: *mut c_int,
+) -> CUresult {
+    type Real =
+        unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> CUresult;
+    let Some(real) = real_fn(Hook::cuGetProcAddress_v2) else {
+        return crate::hooks::CUDA_ERROR_NOT_FOUND;
+    };
+    // SAFETY: libcuda's cuGetProcAddress_v2 has exactly this signature.
+    let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
+    // SAFETY: forwarding the caller's arguments.
+    let result = intercept(Hook::cuGetProcAddress_v2, Effect::None, || unsafe {
+        real(symbol, pfn, version, flags, status)
+    });
+    // SAFETY: as in cuGetProcAddress.
+    unsafe { swap_resolved(result, pfn, symbol) };
+    result
+}
+
+/// # Safety
+/// `pfn` is null or a valid out-pointer that the driver wrote when `result` is success.
+unsafe fn swap_resolved(result: CUresult, pfn: *mut *mut c_void, symbol: *const c_char) {
+    if result != 0 || pfn.is_null() {
+        return;
+    }
+    // SAFETY: per the contract above.
+    let found = unsafe { *pfn };
+    if !found.is_null() {
+        // SAFETY: as above.
+        unsafe { *pfn = swap_for_wrapper(found, symbol) };
+    }
+}
+
+/// Our wrapper for the driver entry point at `found`, or `found` itself when we do not wrap
+/// it (its name is then remembered once).
+#[cold]
+#[inline(never)]
+fn swap_for_wrapper(found: *mut c_void, symbol: *const c_char) -> *mut c_void {
+    adopt_driver(found);
+    if let Some(hook) = ALL_HOOKS
+        .iter()
+        .copied()
+        .find(|&h| real_fn(h) == Some(found))
+    {
+        return wrapper_address(hook);
+    }
+    if !is_own_address(found) && !symbol.is_null() {
+        // SAFETY: symbol is the caller's C string.
+        crate::unwrapped::note(unsafe { CStr::from_ptr(symbol) });
+    }
+    found
+}
+
+const UNRESOLVED: u8 = 0;
+const RESOLVED: u8 = 1;
+const MISSING: u8 = 2;
+
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_FN: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+#[allow(clippy::declare_interior_mutable_const)]
+const UNSEEN: AtomicU8 = AtomicU8::new(UNRESOLVED);
+static REAL: [AtomicPtr<c_void>; HOOK_COUNT] = [NO_FN; HOOK_COUNT];
+static REAL_STATE: [AtomicU8; HOOK_COUNT] = [UNSEEN; HOOK_COUNT];
+
+/// libcuda's export of exactly `hook`'s name, or None if this driver lacks it.
+#[inline(always)]
+pub fn real_fn(hook: Hook) -> Option<*mut c_void> {
+    let i = hook as usize;
+    // SAFETY: hook ids are < HOOK_COUNT.
+    match unsafe { REAL_STATE.get_unchecked(i) }.load(Acquire) {
+        // SAFETY: as above.
+        RESOLVED => Some(unsafe { REAL.get_unchecked(i) }.load(Relaxed)),
+        MISSING => None,
+        _ => resolve(hook),
+    }
+}
+
+/// Resolves one hook against libcuda. Racing threads compute the same answer.
+#[cold]
+#[inline(never)]
+fn resolve(hook: Hook) -> Option<*mut c_void> {
+    let i = hook as usize;
+    let handle = driver_handle();
+    let found = if handle.is_null() {
+        std::ptr::null_mut()
+    } else {
+        let name = HOOK_NAMES[i];
+        match CStr::from_bytes_with_nul(name.as_bytes()) {
+            Ok(name) => lookup(handle, name),
+            Err(_) => std::ptr::null_mut(),
+        }
+    };
+    // A lookup that lands in our own library would make the wrapper call itself.
+    if found.is_null() || is_own_address(found) {
+        // A driver not loaded yet may appear later: only remember "missing" once it is.
+        if !handle.is_null() {
+            REAL_STATE[i].store(MISSING, Release);
+        }
+        return None;
+    }
+    REAL[i].store(found, Relaxed);
+    REAL_STATE[i].store(RESOLVED, Release);
+    Some(found)
+}
+
+static DRIVER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The already loaded libcuda. Never loads it: a wrapper only runs once the program has
+/// the driver.
+fn driver_handle() -> *mut c_void {
+    let h = DRIVER.load(Acquire);
+    if !h.is_null() {
+        return h;
+    }
+    // SAFETY: a valid C string; RTLD_NOLOAD only returns an already loaded object.
+    let h = unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if !h.is_null() {
+        DRIVER.store(h, Release);
+    }
+    h
+}
+
+/// A driver loaded under another name (an absolute path without the usual soname): adopt the
+/// object that holds an entry point the program just resolved.
+fn adopt_driver(entry: *mut c_void) {
+    if !driver_handle().is_null() || is_own_address(entry) {
+        return;
+    }
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr writes into info; a zero return means not found.
+    if unsafe { libc::dladdr(entry, info.as_mut_ptr()) } == 0 {
+        return;
+    }
+    // SAFETY: dladdr succeeded and filled info; dli_fname is a C string or null.
+    let path = unsafe { info.assume_init() }.dli_fname;
+    if !path.is_null() {
+        // SAFETY: path is the loaded object's file name.
+        let h = unsafe { libc::dlopen(path, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if !h.is_null() {
+            DRIVER.store(h, Release);
+        }
+    }
+}
+
+static OWN_BASE: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether `p` lies in libgpuspy.so itself.
+fn is_own_address(p: *mut c_void) -> bool {
+    let own = match OWN_BASE.load(Relaxed) {
+        0 => {
+            let base = object_base(is_own_address as *mut c_void);
+            OWN_BASE.store(base, Relaxed);
+            base
+        }
+        base => base,
+    };
+    own != 0 && object_base(p) == own
+}
+
+fn object_base(p: *mut c_void) -> usize {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr writes into info; a zero return means not found.
+    if unsafe { libc::dladdr(p, info.as_mut_ptr()) } == 0 {
+        return 0;
+    }
+    // SAFETY: dladdr succeeded and filled info.
+    unsafe { info.assume_init() }.dli_fbase as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_cu_capital_names_are_driver_names() {
+        assert!(is_driver_name(c"cuLaunchKernel"));
+        assert!(is_driver_name(c"cuGetProcAddress_v2"));
+        assert!(!is_driver_name(c"cudnnCreate"));
+        assert!(!is_driver_name(c"cublasCreate_v2"));
+        assert!(!is_driver_name(c"curl_easy_init"));
+        assert!(!is_driver_name(c"cu"));
+        assert!(!is_driver_name(c"malloc"));
+    }
+
+    #[test]
+    fn own_addresses_are_recognised() {
+        assert!(is_own_address(wrapper_address(Hook::cuLaunchKernel)));
+        assert!(!is_own_address(libc::malloc as *mut c_void));
+    }
+}

@@ -1,0 +1,331 @@
+//! The hook list: one line per exported driver symbol that gpuspy wraps, every variant
+//! spelled as libcuda exports it (`_v2`, `_ptsz`, `_ptds`), so the names grep against
+//! `cuda.h`. `hooks!` expands the list into the `Hook` id enum, the name table and one
+//! exported `extern "C"` wrapper per line. The part after `=>` says what the call means
+//! for the recorder (see `effect.rs`); it may read the call's arguments by name.
+//!
+//! Adding a hook: one line here, one line in tools/fakecuda, one test row.
+//! Signatures follow cuda.h; handles are `Ptr`, `CUdeviceptr` is `Dptr`. Legacy exports
+//! without a `_v2` suffix take 32-bit device pointers and sizes (`Dptr32`, `u32`).
+
+use crate::effect::{
+    batch, copy, copy2d, copy3d, copy3d_peer, copy_unified, managed_alloc, pinned_alloc,
+    pinned_register, release, Effect, Mode::Async, Mode::Blocking,
+};
+use gpuspy_format::Direction::{DtoD, DtoH, HtoD, Peer};
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+pub type CUresult = u32;
+pub type Ptr = *mut c_void;
+pub type Dptr = u64;
+pub type Dptr32 = u32;
+pub type Size = usize;
+
+/// `CUmemLocation`, passed by value (8 bytes, one integer register).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemLocation {
+    pub kind: c_int,
+    pub id: c_int,
+}
+
+/// Returned by a wrapper whose driver lacks the symbol, where the program would otherwise
+/// have died on an unresolved symbol.
+pub const CUDA_ERROR_NOT_FOUND: CUresult = 500;
+
+macro_rules! hooks {
+    (
+        generated { $( $name:ident ( $($arg:ident : $ty:ty),* ) => $effect:expr; )* }
+        manual { $( $mname:ident => $mwrapper:path; )* }
+    ) => {
+        /// One id per wrapped exported symbol.
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u16)]
+        pub enum Hook { $($name,)* $($mname,)* }
+
+        pub const HOOK_COUNT: usize = [$(stringify!($name),)* $(stringify!($mname),)*].len();
+
+        /// NUL-terminated so the table can be handed to `dlsym` as is.
+        pub static HOOK_NAMES: [&str; HOOK_COUNT] =
+            [$(concat!(stringify!($name), "\0"),)* $(concat!(stringify!($mname), "\0"),)*];
+
+        pub const ALL_HOOKS: [Hook; HOOK_COUNT] = [$(Hook::$name,)* $(Hook::$mname,)*];
+
+        /// The address of our wrapper for `hook`.
+        pub fn wrapper_address(hook: Hook) -> *mut c_void {
+            match hook {
+                $(Hook::$name => exports::$name as *mut c_void,)*
+                $(Hook::$mname => $mwrapper as *mut c_void,)*
+            }
+        }
+
+        pub mod exports {
+            #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+            use super::*;
+            $(
+                #[no_mangle]
+                pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
+                    type Real = unsafe extern "C" fn($($ty),*) -> CUresult;
+                    let Some(real) = crate::doors::real_fn(Hook::$name) else {
+                        return CUDA_ERROR_NOT_FOUND;
+                    };
+                    // SAFETY: the pointer is libcuda's export of exactly this name, whose
+                    // signature is the one this line of the hook list declares.
+                    let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
+                    let effect: Effect = $effect;
+                    // SAFETY: forwarding the caller's own arguments to the real function.
+                    crate::record::intercept(Hook::$name, effect, || unsafe { real($($arg),*) })
+                }
+            )*
+        }
+    };
+}
+
+hooks! {
+generated {
+    // Init, contexts.
+    cuInit(flags: c_uint) => Effect::None;
+    cuCtxCreate(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::None;
+    cuCtxCreate_v2(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::None;
+    cuCtxCreate_v3(pctx: Ptr, params: Ptr, n: c_int, flags: c_uint, dev: c_int) => Effect::None;
+    cuCtxCreate_v4(pctx: Ptr, params: Ptr, flags: c_uint, dev: c_int) => Effect::None;
+    cuCtxDestroy_v2(ctx: Ptr) => Effect::None;
+    cuDevicePrimaryCtxRetain(pctx: Ptr, dev: c_int) => Effect::None;
+    cuDevicePrimaryCtxRelease_v2(dev: c_int) => Effect::None;
+
+    // Modules, libraries, JIT and linking.
+    cuModuleLoad(module: Ptr, fname: *const c_char) => Effect::None;
+    cuModuleLoadData(module: Ptr, image: Ptr) => Effect::None;
+    cuModuleLoadDataEx(module: Ptr, image: Ptr, n: c_uint, opts: Ptr, vals: Ptr) => Effect::None;
+    cuModuleLoadFatBinary(module: Ptr, fatbin: Ptr) => Effect::None;
+    cuModuleUnload(module: Ptr) => Effect::None;
+    cuModuleGetFunction(func: Ptr, module: Ptr, name: *const c_char) => Effect::None;
+    cuLibraryLoadData(lib: Ptr, code: Ptr, jo: Ptr, jv: Ptr, jn: c_uint, lo: Ptr, lv: Ptr, ln: c_uint) => Effect::None;
+    cuLibraryLoadFromFile(lib: Ptr, file: *const c_char, jo: Ptr, jv: Ptr, jn: c_uint, lo: Ptr, lv: Ptr, ln: c_uint) => Effect::None;
+    cuLibraryUnload(lib: Ptr) => Effect::None;
+    cuLinkCreate_v2(n: c_uint, opts: Ptr, vals: Ptr, state: Ptr) => Effect::None;
+    cuLinkAddData_v2(state: Ptr, kind: c_int, data: Ptr, size: Size, name: *const c_char, n: c_uint, opts: Ptr, vals: Ptr) => Effect::None;
+    cuLinkAddFile_v2(state: Ptr, kind: c_int, path: *const c_char, n: c_uint, opts: Ptr, vals: Ptr) => Effect::None;
+    cuLinkComplete(state: Ptr, cubin: Ptr, size: Ptr) => Effect::None;
+    cuLinkDestroy(state: Ptr) => Effect::None;
+
+    // Kernel launches.
+    cuLaunchKernel(f: Ptr, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, smem: c_uint, stream: Ptr, params: Ptr, extra: Ptr) => Effect::None;
+    cuLaunchKernel_ptsz(f: Ptr, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, smem: c_uint, stream: Ptr, params: Ptr, extra: Ptr) => Effect::None;
+    cuLaunchKernelEx(config: Ptr, f: Ptr, params: Ptr, extra: Ptr) => Effect::None;
+    cuLaunchKernelEx_ptsz(config: Ptr, f: Ptr, params: Ptr, extra: Ptr) => Effect::None;
+    cuLaunchCooperativeKernel(f: Ptr, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, smem: c_uint, stream: Ptr, params: Ptr) => Effect::None;
+    cuLaunchCooperativeKernel_ptsz(f: Ptr, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, smem: c_uint, stream: Ptr, params: Ptr) => Effect::None;
+    cuLaunchCooperativeKernelMultiDevice(list: Ptr, n: c_uint, flags: c_uint) => Effect::None;
+    cuLaunchHostFunc(stream: Ptr, func: Ptr, data: Ptr) => Effect::None;
+    cuLaunchHostFunc_ptsz(stream: Ptr, func: Ptr, data: Ptr) => Effect::None;
+    cuLaunch(f: Ptr) => Effect::None;
+    cuLaunchGrid(f: Ptr, w: c_int, h: c_int) => Effect::None;
+    cuLaunchGridAsync(f: Ptr, w: c_int, h: c_int, stream: Ptr) => Effect::None;
+
+    // CUDA graphs and stream capture.
+    cuGraphLaunch(exec: Ptr, stream: Ptr) => Effect::None;
+    cuGraphLaunch_ptsz(exec: Ptr, stream: Ptr) => Effect::None;
+    cuGraphUpload(exec: Ptr, stream: Ptr) => Effect::None;
+    cuGraphUpload_ptsz(exec: Ptr, stream: Ptr) => Effect::None;
+    cuGraphInstantiateWithFlags(exec: Ptr, graph: Ptr, flags: u64) => Effect::None;
+    cuGraphInstantiate_v2(exec: Ptr, graph: Ptr, errnode: Ptr, log: Ptr, size: Size) => Effect::None;
+    cuStreamBeginCapture(stream: Ptr) => Effect::None;
+    cuStreamBeginCapture_ptsz(stream: Ptr) => Effect::None;
+    cuStreamBeginCapture_v2(stream: Ptr, mode: c_int) => Effect::None;
+    cuStreamBeginCapture_v2_ptsz(stream: Ptr, mode: c_int) => Effect::None;
+    cuStreamBeginCaptureToGraph(stream: Ptr, graph: Ptr, deps: Ptr, data: Ptr, n: Size, mode: c_int) => Effect::None;
+    cuStreamBeginCaptureToGraph_ptsz(stream: Ptr, graph: Ptr, deps: Ptr, data: Ptr, n: Size, mode: c_int) => Effect::None;
+    cuStreamEndCapture(stream: Ptr, graph: Ptr) => Effect::None;
+    cuStreamEndCapture_ptsz(stream: Ptr, graph: Ptr) => Effect::None;
+
+    // Synchronisation: blocking waits, polls and GPU-side waits.
+    cuStreamSynchronize(stream: Ptr) => Effect::Sync;
+    cuStreamSynchronize_ptsz(stream: Ptr) => Effect::Sync;
+    cuCtxSynchronize() => Effect::Sync;
+    cuCtxSynchronize_v2(ctx: Ptr) => Effect::Sync;
+    cuEventSynchronize(event: Ptr) => Effect::Sync;
+    cuStreamQuery(stream: Ptr) => Effect::None;
+    cuStreamQuery_ptsz(stream: Ptr) => Effect::None;
+    cuEventQuery(event: Ptr) => Effect::None;
+    cuStreamWaitEvent(stream: Ptr, event: Ptr, flags: c_uint) => Effect::None;
+    cuStreamWaitEvent_ptsz(stream: Ptr, event: Ptr, flags: c_uint) => Effect::None;
+    cuEventRecord(event: Ptr, stream: Ptr) => Effect::None;
+    cuEventRecord_ptsz(event: Ptr, stream: Ptr) => Effect::None;
+    cuEventRecordWithFlags(event: Ptr, stream: Ptr, flags: c_uint) => Effect::None;
+    cuEventRecordWithFlags_ptsz(event: Ptr, stream: Ptr, flags: c_uint) => Effect::None;
+
+    // Copies with a direction in the name.
+    cuMemcpyHtoD(dst: Dptr32, src: Ptr, n: u32) => copy(HtoD, src, n as u64, Blocking);
+    cuMemcpyHtoD_v2(dst: Dptr, src: Ptr, n: Size) => copy(HtoD, src, n as u64, Blocking);
+    cuMemcpyHtoD_v2_ptds(dst: Dptr, src: Ptr, n: Size) => copy(HtoD, src, n as u64, Blocking);
+    cuMemcpyDtoH(dst: Ptr, src: Dptr32, n: u32) => copy(DtoH, dst, n as u64, Blocking);
+    cuMemcpyDtoH_v2(dst: Ptr, src: Dptr, n: Size) => copy(DtoH, dst, n as u64, Blocking);
+    cuMemcpyDtoH_v2_ptds(dst: Ptr, src: Dptr, n: Size) => copy(DtoH, dst, n as u64, Blocking);
+    cuMemcpyDtoD(dst: Dptr32, src: Dptr32, n: u32) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyDtoD_v2(dst: Dptr, src: Dptr, n: Size) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyDtoD_v2_ptds(dst: Dptr, src: Dptr, n: Size) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyHtoDAsync(dst: Dptr32, src: Ptr, n: u32, stream: Ptr) => copy(HtoD, src, n as u64, Async);
+    cuMemcpyHtoDAsync_v2(dst: Dptr, src: Ptr, n: Size, stream: Ptr) => copy(HtoD, src, n as u64, Async);
+    cuMemcpyHtoDAsync_v2_ptsz(dst: Dptr, src: Ptr, n: Size, stream: Ptr) => copy(HtoD, src, n as u64, Async);
+    cuMemcpyDtoHAsync(dst: Ptr, src: Dptr32, n: u32, stream: Ptr) => copy(DtoH, dst, n as u64, Async);
+    cuMemcpyDtoHAsync_v2(dst: Ptr, src: Dptr, n: Size, stream: Ptr) => copy(DtoH, dst, n as u64, Async);
+    cuMemcpyDtoHAsync_v2_ptsz(dst: Ptr, src: Dptr, n: Size, stream: Ptr) => copy(DtoH, dst, n as u64, Async);
+    cuMemcpyDtoDAsync(dst: Dptr32, src: Dptr32, n: u32, stream: Ptr) => copy(DtoD, std::ptr::null_mut(), n as u64, Async);
+    cuMemcpyDtoDAsync_v2(dst: Dptr, src: Dptr, n: Size, stream: Ptr) => copy(DtoD, std::ptr::null_mut(), n as u64, Async);
+    cuMemcpyDtoDAsync_v2_ptsz(dst: Dptr, src: Dptr, n: Size, stream: Ptr) => copy(DtoD, std::ptr::null_mut(), n as u64, Async);
+    // CUDA arrays live on the device.
+    cuMemcpyHtoA_v2(arr: Ptr, off: Size, src: Ptr, n: Size) => copy(HtoD, src, n as u64, Blocking);
+    cuMemcpyHtoA_v2_ptds(arr: Ptr, off: Size, src: Ptr, n: Size) => copy(HtoD, src, n as u64, Blocking);
+    cuMemcpyAtoH_v2(dst: Ptr, arr: Ptr, off: Size, n: Size) => copy(DtoH, dst, n as u64, Blocking);
+    cuMemcpyAtoH_v2_ptds(dst: Ptr, arr: Ptr, off: Size, n: Size) => copy(DtoH, dst, n as u64, Blocking);
+    cuMemcpyHtoAAsync_v2(arr: Ptr, off: Size, src: Ptr, n: Size, stream: Ptr) => copy(HtoD, src, n as u64, Async);
+    cuMemcpyHtoAAsync_v2_ptsz(arr: Ptr, off: Size, src: Ptr, n: Size, stream: Ptr) => copy(HtoD, src, n as u64, Async);
+    cuMemcpyAtoHAsync_v2(dst: Ptr, arr: Ptr, off: Size, n: Size, stream: Ptr) => copy(DtoH, dst, n as u64, Async);
+    cuMemcpyAtoHAsync_v2_ptsz(dst: Ptr, arr: Ptr, off: Size, n: Size, stream: Ptr) => copy(DtoH, dst, n as u64, Async);
+    cuMemcpyDtoA_v2(arr: Ptr, off: Size, src: Dptr, n: Size) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyDtoA_v2_ptds(arr: Ptr, off: Size, src: Dptr, n: Size) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyAtoD_v2(dst: Dptr, arr: Ptr, off: Size, n: Size) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyAtoD_v2_ptds(dst: Dptr, arr: Ptr, off: Size, n: Size) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyAtoA_v2(dst: Ptr, doff: Size, src: Ptr, soff: Size, n: Size) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyAtoA_v2_ptds(dst: Ptr, doff: Size, src: Ptr, soff: Size, n: Size) => copy(DtoD, std::ptr::null_mut(), n as u64, Blocking);
+
+    // Unified-addressing, peer, 2D/3D and batch copies.
+    cuMemcpy(dst: Dptr, src: Dptr, n: Size) => copy_unified(dst, src, n as u64, Blocking);
+    cuMemcpy_ptds(dst: Dptr, src: Dptr, n: Size) => copy_unified(dst, src, n as u64, Blocking);
+    cuMemcpyAsync(dst: Dptr, src: Dptr, n: Size, stream: Ptr) => copy_unified(dst, src, n as u64, Async);
+    cuMemcpyAsync_ptsz(dst: Dptr, src: Dptr, n: Size, stream: Ptr) => copy_unified(dst, src, n as u64, Async);
+    cuMemcpyWithAttributesAsync(dst: Dptr, src: Dptr, n: Size, attr: Ptr, stream: Ptr) => copy_unified(dst, src, n as u64, Async);
+    cuMemcpyWithAttributesAsync_ptsz(dst: Dptr, src: Dptr, n: Size, attr: Ptr, stream: Ptr) => copy_unified(dst, src, n as u64, Async);
+    cuMemcpyPeer(dst: Dptr, dctx: Ptr, src: Dptr, sctx: Ptr, n: Size) => copy(Peer, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyPeer_ptds(dst: Dptr, dctx: Ptr, src: Dptr, sctx: Ptr, n: Size) => copy(Peer, std::ptr::null_mut(), n as u64, Blocking);
+    cuMemcpyPeerAsync(dst: Dptr, dctx: Ptr, src: Dptr, sctx: Ptr, n: Size, stream: Ptr) => copy(Peer, std::ptr::null_mut(), n as u64, Async);
+    cuMemcpyPeerAsync_ptsz(dst: Dptr, dctx: Ptr, src: Dptr, sctx: Ptr, n: Size, stream: Ptr) => copy(Peer, std::ptr::null_mut(), n as u64, Async);
+    cuMemcpy2D_v2(p: Ptr) => copy2d(p, Blocking);
+    cuMemcpy2D_v2_ptds(p: Ptr) => copy2d(p, Blocking);
+    cuMemcpy2DUnaligned_v2(p: Ptr) => copy2d(p, Blocking);
+    cuMemcpy2DUnaligned_v2_ptds(p: Ptr) => copy2d(p, Blocking);
+    cuMemcpy2DAsync_v2(p: Ptr, stream: Ptr) => copy2d(p, Async);
+    cuMemcpy2DAsync_v2_ptsz(p: Ptr, stream: Ptr) => copy2d(p, Async);
+    cuMemcpy3D_v2(p: Ptr) => copy3d(p, Blocking);
+    cuMemcpy3D_v2_ptds(p: Ptr) => copy3d(p, Blocking);
+    cuMemcpy3DAsync_v2(p: Ptr, stream: Ptr) => copy3d(p, Async);
+    cuMemcpy3DAsync_v2_ptsz(p: Ptr, stream: Ptr) => copy3d(p, Async);
+    cuMemcpy3DPeer(p: Ptr) => copy3d_peer(p, Blocking);
+    cuMemcpy3DPeer_ptds(p: Ptr) => copy3d_peer(p, Blocking);
+    cuMemcpy3DPeerAsync(p: Ptr, stream: Ptr) => copy3d_peer(p, Async);
+    cuMemcpy3DPeerAsync_ptsz(p: Ptr, stream: Ptr) => copy3d_peer(p, Async);
+    cuMemcpyBatchAsync(dsts: Ptr, srcs: Ptr, sizes: *const Size, count: Size, attrs: Ptr, idxs: Ptr, nattrs: Size, fail: Ptr, stream: Ptr) => batch(sizes, count);
+    cuMemcpyBatchAsync_ptsz(dsts: Ptr, srcs: Ptr, sizes: *const Size, count: Size, attrs: Ptr, idxs: Ptr, nattrs: Size, fail: Ptr, stream: Ptr) => batch(sizes, count);
+    cuMemcpyBatchAsync_v2(dsts: Ptr, srcs: Ptr, sizes: *const Size, count: Size, attrs: Ptr, idxs: Ptr, nattrs: Size, stream: Ptr) => batch(sizes, count);
+    cuMemcpyBatchAsync_v2_ptsz(dsts: Ptr, srcs: Ptr, sizes: *const Size, count: Size, attrs: Ptr, idxs: Ptr, nattrs: Size, stream: Ptr) => batch(sizes, count);
+    cuMemcpy3DBatchAsync(n: Size, ops: Ptr, fail: Ptr, flags: u64, stream: Ptr) => Effect::None;
+    cuMemcpy3DBatchAsync_ptsz(n: Size, ops: Ptr, fail: Ptr, flags: u64, stream: Ptr) => Effect::None;
+    cuMemcpy3DBatchAsync_v2(n: Size, ops: Ptr, flags: u64, stream: Ptr) => Effect::None;
+    cuMemcpy3DBatchAsync_v2_ptsz(n: Size, ops: Ptr, flags: u64, stream: Ptr) => Effect::None;
+
+    // Memsets: bytes = elements x element size.
+    cuMemsetD8(dst: Dptr32, v: u8, n: u32) => Effect::Bytes(n as u64);
+    cuMemsetD8_v2(dst: Dptr, v: u8, n: Size) => Effect::Bytes(n as u64);
+    cuMemsetD8_v2_ptds(dst: Dptr, v: u8, n: Size) => Effect::Bytes(n as u64);
+    cuMemsetD16_v2(dst: Dptr, v: u16, n: Size) => Effect::Bytes(2 * n as u64);
+    cuMemsetD16_v2_ptds(dst: Dptr, v: u16, n: Size) => Effect::Bytes(2 * n as u64);
+    cuMemsetD32(dst: Dptr32, v: c_uint, n: u32) => Effect::Bytes(4 * n as u64);
+    cuMemsetD32_v2(dst: Dptr, v: c_uint, n: Size) => Effect::Bytes(4 * n as u64);
+    cuMemsetD32_v2_ptds(dst: Dptr, v: c_uint, n: Size) => Effect::Bytes(4 * n as u64);
+    cuMemsetD8Async(dst: Dptr, v: u8, n: Size, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemsetD8Async_ptsz(dst: Dptr, v: u8, n: Size, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemsetD16Async(dst: Dptr, v: u16, n: Size, stream: Ptr) => Effect::Bytes(2 * n as u64);
+    cuMemsetD16Async_ptsz(dst: Dptr, v: u16, n: Size, stream: Ptr) => Effect::Bytes(2 * n as u64);
+    cuMemsetD32Async(dst: Dptr, v: c_uint, n: Size, stream: Ptr) => Effect::Bytes(4 * n as u64);
+    cuMemsetD32Async_ptsz(dst: Dptr, v: c_uint, n: Size, stream: Ptr) => Effect::Bytes(4 * n as u64);
+    cuMemsetD2D8_v2(dst: Dptr, pitch: Size, v: u8, w: Size, h: Size) => Effect::Bytes((w * h) as u64);
+    cuMemsetD2D8_v2_ptds(dst: Dptr, pitch: Size, v: u8, w: Size, h: Size) => Effect::Bytes((w * h) as u64);
+    cuMemsetD2D16_v2(dst: Dptr, pitch: Size, v: u16, w: Size, h: Size) => Effect::Bytes(2 * (w * h) as u64);
+    cuMemsetD2D16_v2_ptds(dst: Dptr, pitch: Size, v: u16, w: Size, h: Size) => Effect::Bytes(2 * (w * h) as u64);
+    cuMemsetD2D32_v2(dst: Dptr, pitch: Size, v: c_uint, w: Size, h: Size) => Effect::Bytes(4 * (w * h) as u64);
+    cuMemsetD2D32_v2_ptds(dst: Dptr, pitch: Size, v: c_uint, w: Size, h: Size) => Effect::Bytes(4 * (w * h) as u64);
+    cuMemsetD2D8Async(dst: Dptr, pitch: Size, v: u8, w: Size, h: Size, stream: Ptr) => Effect::Bytes((w * h) as u64);
+    cuMemsetD2D8Async_ptsz(dst: Dptr, pitch: Size, v: u8, w: Size, h: Size, stream: Ptr) => Effect::Bytes((w * h) as u64);
+    cuMemsetD2D16Async(dst: Dptr, pitch: Size, v: u16, w: Size, h: Size, stream: Ptr) => Effect::Bytes(2 * (w * h) as u64);
+    cuMemsetD2D16Async_ptsz(dst: Dptr, pitch: Size, v: u16, w: Size, h: Size, stream: Ptr) => Effect::Bytes(2 * (w * h) as u64);
+    cuMemsetD2D32Async(dst: Dptr, pitch: Size, v: c_uint, w: Size, h: Size, stream: Ptr) => Effect::Bytes(4 * (w * h) as u64);
+    cuMemsetD2D32Async_ptsz(dst: Dptr, pitch: Size, v: c_uint, w: Size, h: Size, stream: Ptr) => Effect::Bytes(4 * (w * h) as u64);
+
+    // Device memory.
+    cuMemAlloc(dptr: Ptr, n: u32) => Effect::Bytes(n as u64);
+    cuMemAlloc_v2(dptr: Ptr, n: Size) => Effect::Bytes(n as u64);
+    cuMemAllocPitch_v2(dptr: Ptr, pitch: Ptr, w: Size, h: Size, elem: c_uint) => Effect::Bytes((w * h) as u64);
+    cuMemAllocAsync(dptr: Ptr, n: Size, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemAllocAsync_ptsz(dptr: Ptr, n: Size, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemAllocFromPoolAsync(dptr: Ptr, n: Size, pool: Ptr, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemAllocFromPoolAsync_ptsz(dptr: Ptr, n: Size, pool: Ptr, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemFree(dptr: Dptr32) => release(dptr as usize);
+    cuMemFree_v2(dptr: Dptr) => release(dptr as usize);
+    cuMemFreeAsync(dptr: Dptr, stream: Ptr) => Effect::None;
+    cuMemFreeAsync_ptsz(dptr: Dptr, stream: Ptr) => Effect::None;
+    cuMemPoolTrimTo(pool: Ptr, keep: Size) => Effect::None;
+    // Virtual memory management (PyTorch expandable segments).
+    cuMemCreate(handle: Ptr, n: Size, prop: Ptr, flags: u64) => Effect::Bytes(n as u64);
+    cuMemRelease(handle: u64) => Effect::None;
+    cuMemAddressReserve(ptr: Ptr, n: Size, align: Size, addr: Dptr, flags: u64) => Effect::None;
+    cuMemAddressFree(ptr: Dptr, n: Size) => Effect::None;
+    cuMemMap(ptr: Dptr, n: Size, off: Size, handle: u64, flags: u64) => Effect::Bytes(n as u64);
+    cuMemUnmap(ptr: Dptr, n: Size) => Effect::None;
+    cuMemSetAccess(ptr: Dptr, n: Size, desc: Ptr, count: Size) => Effect::None;
+
+    // Host memory the driver pins; the shim remembers its ranges to classify copies.
+    cuMemAllocHost(pp: *mut Ptr, n: u32) => pinned_alloc(pp, n as u64);
+    cuMemAllocHost_v2(pp: *mut Ptr, n: Size) => pinned_alloc(pp, n as u64);
+    cuMemHostAlloc(pp: *mut Ptr, n: Size, flags: c_uint) => pinned_alloc(pp, n as u64);
+    cuMemFreeHost(p: Ptr) => release(p as usize);
+    cuMemHostRegister(p: Ptr, n: Size, flags: c_uint) => pinned_register(p, n as u64);
+    cuMemHostRegister_v2(p: Ptr, n: Size, flags: c_uint) => pinned_register(p, n as u64);
+    cuMemHostUnregister(p: Ptr) => release(p as usize);
+
+    // Unified memory.
+    cuMemAllocManaged(dptr: *mut Dptr, n: Size, flags: c_uint) => managed_alloc(dptr, n as u64);
+    cuMemPrefetchAsync(ptr: Dptr, n: Size, dev: c_int, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemPrefetchAsync_ptsz(ptr: Dptr, n: Size, dev: c_int, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemPrefetchAsync_v2(ptr: Dptr, n: Size, loc: MemLocation, flags: c_uint, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemPrefetchAsync_v2_ptsz(ptr: Dptr, n: Size, loc: MemLocation, flags: c_uint, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemAdvise(ptr: Dptr, n: Size, advice: c_int, dev: c_int) => Effect::None;
+    cuMemAdvise_v2(ptr: Dptr, n: Size, advice: c_int, loc: MemLocation) => Effect::None;
+}
+manual {
+    cuGetProcAddress => crate::doors::cuGetProcAddress;
+    cuGetProcAddress_v2 => crate::doors::cuGetProcAddress_v2;
+}
+}
+
+impl Hook {
+    /// The exact exported name, without the NUL.
+    pub fn name(self) -> &'static str {
+        let name = HOOK_NAMES[self as usize];
+        &name[..name.len() - 1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_match_ids() {
+        let mut names: Vec<&str> = ALL_HOOKS.iter().map(|h| h.name()).collect();
+        assert_eq!(names[Hook::cuLaunchKernel_ptsz as usize], "cuLaunchKernel_ptsz");
+        assert_eq!(Hook::cuGetProcAddress_v2.name(), "cuGetProcAddress_v2");
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), HOOK_COUNT);
+    }
+
+    #[test]
+    fn every_wrapper_is_distinct() {
+        let mut addrs: Vec<usize> = ALL_HOOKS.iter().map(|&h| wrapper_address(h) as usize).collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        assert_eq!(addrs.len(), HOOK_COUNT, "two hooks share a wrapper");
+    }
+}

@@ -1,0 +1,32 @@
+//! `libgpuspy.so`: preloaded into a process, it interposes the CUDA driver API through all
+//! three doors (exported symbols, `dlsym`, `cuGetProcAddress`), forwards every call
+//! untouched and records per-call latency histograms, bytes moved and implicit
+//! synchronisations. See docs/design.md.
+//!
+//! # The hot-path budget
+//! Per intercepted call, and nothing more: one relaxed load of the "recording" flag, one
+//! thread-local lookup (const-initialised, Drop-free), an acquire load of the real
+//! function's pointer, two timestamps (invariant TSC where available), the indirect call,
+//! a bucket index from `leading_zeros`, and relaxed atomic adds into this thread's own
+//! block. No locks, allocation, formatting, logging, syscalls or extra driver calls.
+//! Copies add a scan of the pinned-range table. Everything else (first resolution, init,
+//! lookups through `dlsym`/`cuGetProcAddress`, errors, flushing) is `#[cold]`.
+//!
+//! # Failing open
+//! The application's `CUresult` is returned unchanged. Any internal failure (no arena, no
+//! dump directory) turns recording off or warns once, and the calls keep flowing. Wrappers
+//! cannot panic: the crate denies `unwrap`, `expect` and `panic`, and dump writing runs
+//! under `catch_unwind`.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod clock;
+mod doors;
+mod dump;
+mod effect;
+mod hooks;
+mod hostmem;
+mod lifecycle;
+mod record;
+mod unwrapped;

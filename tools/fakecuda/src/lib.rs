@@ -1,0 +1,399 @@
+//! A fake `libcuda.so.1` for testing gpuspy without a GPU.
+//!
+//! It exports driver entry points under their real names, each a distinct function, and a
+//! `cuGetProcAddress`/`cuGetProcAddress_v2` that picks the exported variant by version and
+//! flags the way the real driver does (highest version not above the one asked for; the
+//! `_ptsz`/`_ptds` form when the per-thread-default-stream flag is set). Allocations hand
+//! out fake device addresses and real host memory. Nothing touches a GPU.
+//!
+//! Knobs, read once:
+//! - `FAKECUDA_DELAY_NS="cuStreamSynchronize=2000000,cuLaunchKernel=500"`: each call of that
+//!   exact symbol takes at least that long (sleeps above 50 us, spins below).
+//! - `FAKECUDA_FAIL="cuMemAlloc_v2=2"`: that symbol returns the given `CUresult`;
+//!   `"cuMemAlloc_v2=2:3"` fails only its first 3 calls.
+//!
+//! Symbols gpuspy wraps that this fake deliberately lacks (to test a partial driver):
+//! `cuLaunchCooperativeKernelMultiDevice`, the `cuMemcpy*BatchAsync*` family and
+//! `cuCtxSynchronize_v2`.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+type CUresult = u32;
+const CUDA_ERROR_NOT_FOUND: CUresult = 500;
+const PER_THREAD: u64 = 2;
+const LEGACY: u64 = 1;
+
+struct Knob {
+    delay: Duration,
+    fail_code: CUresult,
+    /// Fail this many calls; u64::MAX means always.
+    fail_first: u64,
+    calls: AtomicU64,
+}
+
+fn knobs() -> &'static HashMap<String, Knob> {
+    static KNOBS: OnceLock<HashMap<String, Knob>> = OnceLock::new();
+    KNOBS.get_or_init(|| {
+        let mut map: HashMap<String, Knob> = HashMap::new();
+        let mut entry = |name: &str| {
+            map.entry(name.to_string()).or_insert(Knob {
+                delay: Duration::ZERO,
+                fail_code: 0,
+                fail_first: 0,
+                calls: AtomicU64::new(0),
+            }) as *mut Knob
+        };
+        let pairs = |var: &str| -> Vec<(String, String)> {
+            std::env::var(var)
+                .unwrap_or_default()
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .collect()
+        };
+        for (name, ns) in pairs("FAKECUDA_DELAY_NS") {
+            let knob = entry(&name);
+            // SAFETY: the pointer comes from the map entry just made, used before any other insert.
+            unsafe { (*knob).delay = Duration::from_nanos(ns.parse().unwrap_or(0)) };
+        }
+        for (name, spec) in pairs("FAKECUDA_FAIL") {
+            let (code, first) = match spec.split_once(':') {
+                Some((c, n)) => (c.parse().unwrap_or(1), n.parse().unwrap_or(u64::MAX)),
+                None => (spec.parse().unwrap_or(1), u64::MAX),
+            };
+            let knob = entry(&name);
+            // SAFETY: as above.
+            unsafe {
+                (*knob).fail_code = code;
+                (*knob).fail_first = first;
+            }
+        }
+        map
+    })
+}
+
+/// What every fake entry point does: honour the knobs for its exact name.
+fn enter(name: &str) -> CUresult {
+    let Some(knob) = knobs().get(name) else {
+        return 0;
+    };
+    if !knob.delay.is_zero() {
+        if knob.delay > Duration::from_micros(50) {
+            std::thread::sleep(knob.delay);
+        } else {
+            let start = Instant::now();
+            while start.elapsed() < knob.delay {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    let n = knob.calls.fetch_add(1, Relaxed);
+    if knob.fail_code != 0 && n < knob.fail_first {
+        knob.fail_code
+    } else {
+        0
+    }
+}
+
+static NEXT_DEVICE_ADDRESS: AtomicU64 = AtomicU64::new(0x7f00_0000_0000);
+
+/// Entry points that only honour the knobs. Callers pass their real arguments; with the
+/// C calling convention an entry point that reads none of them is sound.
+macro_rules! plain {
+    ($($name:ident),* $(,)?) => {
+        $(#[no_mangle] pub extern "C" fn $name() -> CUresult { enter(stringify!($name)) })*
+    };
+}
+
+/// Entry points whose first argument is an out-pointer to a handle.
+macro_rules! creates_handle {
+    ($($name:ident),* $(,)?) => {
+        $(#[no_mangle] pub unsafe extern "C" fn $name(out: *mut usize) -> CUresult {
+            let r = enter(stringify!($name));
+            if r == 0 && !out.is_null() { *out = 0x1000; }
+            r
+        })*
+    };
+}
+
+/// Device allocations: `(out *CUdeviceptr, bytes)`.
+macro_rules! allocates_device {
+    ($($name:ident),* $(,)?) => {
+        $(#[no_mangle] pub unsafe extern "C" fn $name(out: *mut u64, bytes: usize) -> CUresult {
+            let r = enter(stringify!($name));
+            if r == 0 && !out.is_null() {
+                *out = NEXT_DEVICE_ADDRESS.fetch_add((bytes as u64 + 0xfff) & !0xfff, Relaxed);
+            }
+            r
+        })*
+    };
+}
+
+/// Host allocations that hand out real memory: `(out **void, bytes)`.
+macro_rules! allocates_host {
+    ($($name:ident),* $(,)?) => {
+        $(#[no_mangle] pub unsafe extern "C" fn $name(out: *mut *mut c_void, bytes: usize) -> CUresult {
+            let r = enter(stringify!($name));
+            if r == 0 && !out.is_null() { *out = libc::malloc(bytes.max(1)); }
+            r
+        })*
+    };
+}
+
+plain!(
+    cuInit, cuCtxDestroy_v2, cuDevicePrimaryCtxRelease_v2, cuCtxSynchronize,
+    cuModuleLoad, cuModuleUnload, cuLibraryUnload, cuLinkAddData_v2, cuLinkAddFile_v2,
+    cuLinkComplete, cuLinkDestroy,
+    cuLaunchKernel, cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
+    cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuLaunchHostFunc,
+    cuLaunchHostFunc_ptsz, cuLaunch, cuLaunchGrid, cuLaunchGridAsync,
+    cuGraphLaunch, cuGraphLaunch_ptsz, cuGraphUpload, cuGraphUpload_ptsz,
+    cuStreamBeginCapture, cuStreamBeginCapture_ptsz, cuStreamBeginCapture_v2,
+    cuStreamBeginCapture_v2_ptsz, cuStreamEndCapture, cuStreamEndCapture_ptsz,
+    cuStreamSynchronize, cuStreamSynchronize_ptsz, cuEventSynchronize,
+    cuStreamQuery, cuStreamQuery_ptsz, cuEventQuery, cuStreamWaitEvent, cuStreamWaitEvent_ptsz,
+    cuEventRecord, cuEventRecord_ptsz, cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz,
+    cuMemcpyHtoD, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, cuMemcpyDtoH, cuMemcpyDtoH_v2,
+    cuMemcpyDtoH_v2_ptds, cuMemcpyDtoD, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds,
+    cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyDtoHAsync,
+    cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2,
+    cuMemcpyDtoDAsync_v2_ptsz, cuMemcpy, cuMemcpy_ptds, cuMemcpyAsync, cuMemcpyAsync_ptsz,
+    cuMemcpyPeer, cuMemcpyPeer_ptds, cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+    cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz,
+    cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
+    cuMemsetD8, cuMemsetD8_v2, cuMemsetD8_v2_ptds, cuMemsetD32, cuMemsetD32_v2,
+    cuMemsetD32_v2_ptds, cuMemsetD8Async, cuMemsetD8Async_ptsz, cuMemsetD32Async,
+    cuMemsetD32Async_ptsz,
+    cuMemFree, cuMemFree_v2, cuMemFreeAsync, cuMemFreeAsync_ptsz, cuMemHostUnregister,
+    cuMemHostRegister, cuMemHostRegister_v2, cuMemRelease, cuMemMap, cuMemUnmap,
+    cuMemSetAccess, cuMemAddressFree,
+    cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz, cuMemPrefetchAsync_v2,
+    cuMemPrefetchAsync_v2_ptsz, cuMemAdvise, cuMemAdvise_v2,
+    // Not wrapped by gpuspy: passed through and listed by name.
+    cuDeviceGet, cuDeviceGetCount, cuDeviceGetAttribute, cuCtxGetCurrent, cuCtxSetCurrent,
+    cuStreamDestroy_v2, cuEventDestroy_v2,
+);
+
+creates_handle!(
+    cuCtxCreate, cuCtxCreate_v2, cuCtxCreate_v3, cuCtxCreate_v4, cuDevicePrimaryCtxRetain,
+    cuModuleLoadData, cuModuleLoadDataEx, cuModuleLoadFatBinary, cuModuleGetFunction,
+    cuLibraryLoadData, cuLibraryLoadFromFile, cuLinkCreate_v2, cuStreamCreate, cuEventCreate,
+    cuGraphInstantiateWithFlags, cuGraphInstantiate_v2, cuMemCreate, cuMemAddressReserve,
+);
+
+allocates_device!(
+    cuMemAlloc_v2, cuMemAllocAsync, cuMemAllocAsync_ptsz, cuMemAllocFromPoolAsync,
+    cuMemAllocFromPoolAsync_ptsz,
+);
+
+allocates_host!(cuMemAllocHost_v2, cuMemHostAlloc);
+
+/// The legacy export takes a 32-bit device pointer and size.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAlloc(out: *mut u32, _bytes: u32) -> CUresult {
+    let r = enter("cuMemAlloc");
+    if r == 0 && !out.is_null() {
+        *out = 0x1000_0000;
+    }
+    r
+}
+
+/// Managed memory is host memory here, so programs can touch it.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocManaged(out: *mut u64, bytes: usize, _flags: u32) -> CUresult {
+    let r = enter("cuMemAllocManaged");
+    if r == 0 && !out.is_null() {
+        *out = libc::malloc(bytes.max(1)) as u64;
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
+    let r = enter("cuMemFreeHost");
+    if r == 0 {
+        libc::free(p);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
+    if !version.is_null() {
+        *version = 13000;
+    }
+    enter("cuDriverGetVersion")
+}
+
+/// Every exported entry point and the CUDA version that introduced its ABI. `_ptsz`/`_ptds`
+/// forms carry the version of the form they are the per-thread variant of.
+fn exports() -> &'static [(&'static str, i32, *mut c_void)] {
+    struct Table(Vec<(&'static str, i32, *mut c_void)>);
+    // SAFETY: function addresses are immutable and valid from any thread.
+    unsafe impl Sync for Table {}
+    unsafe impl Send for Table {}
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    macro_rules! table {
+        ($($name:ident @ $version:expr),* $(,)?) => {
+            vec![$((stringify!($name), $version, $name as *mut c_void)),*]
+        };
+    }
+    &TABLE
+        .get_or_init(|| {
+            Table(table![
+                cuInit @ 2000, cuDriverGetVersion @ 2020,
+                cuGetProcAddress @ 11030, cuGetProcAddress_v2 @ 12000,
+                cuCtxCreate @ 2000, cuCtxCreate_v2 @ 3020, cuCtxCreate_v3 @ 11040, cuCtxCreate_v4 @ 12050,
+                cuCtxDestroy_v2 @ 4000, cuDevicePrimaryCtxRetain @ 7000, cuDevicePrimaryCtxRelease_v2 @ 11000,
+                cuCtxSynchronize @ 2000,
+                cuModuleLoad @ 2000, cuModuleLoadData @ 2000, cuModuleLoadDataEx @ 2010,
+                cuModuleLoadFatBinary @ 2000, cuModuleUnload @ 2000, cuModuleGetFunction @ 2000,
+                cuLibraryLoadData @ 12000, cuLibraryLoadFromFile @ 12000, cuLibraryUnload @ 12000,
+                cuLinkCreate_v2 @ 6050, cuLinkAddData_v2 @ 6050, cuLinkAddFile_v2 @ 6050,
+                cuLinkComplete @ 5050, cuLinkDestroy @ 5050,
+                cuLaunchKernel @ 4000, cuLaunchKernel_ptsz @ 4000,
+                cuLaunchKernelEx @ 11060, cuLaunchKernelEx_ptsz @ 11060,
+                cuLaunchCooperativeKernel @ 9000, cuLaunchCooperativeKernel_ptsz @ 9000,
+                cuLaunchHostFunc @ 10000, cuLaunchHostFunc_ptsz @ 10000,
+                cuLaunch @ 2000, cuLaunchGrid @ 2000, cuLaunchGridAsync @ 2000,
+                cuGraphLaunch @ 10000, cuGraphLaunch_ptsz @ 10000,
+                cuGraphUpload @ 11010, cuGraphUpload_ptsz @ 11010,
+                cuGraphInstantiateWithFlags @ 11040, cuGraphInstantiate_v2 @ 11000,
+                cuStreamBeginCapture @ 10000, cuStreamBeginCapture_ptsz @ 10000,
+                cuStreamBeginCapture_v2 @ 10010, cuStreamBeginCapture_v2_ptsz @ 10010,
+                cuStreamEndCapture @ 10000, cuStreamEndCapture_ptsz @ 10000,
+                cuStreamSynchronize @ 2000, cuStreamSynchronize_ptsz @ 2000,
+                cuEventSynchronize @ 2000, cuStreamQuery @ 2000, cuStreamQuery_ptsz @ 2000,
+                cuEventQuery @ 2000, cuStreamWaitEvent @ 3020, cuStreamWaitEvent_ptsz @ 3020,
+                cuEventRecord @ 2000, cuEventRecord_ptsz @ 2000,
+                cuEventRecordWithFlags @ 11010, cuEventRecordWithFlags_ptsz @ 11010,
+                cuMemcpyHtoD @ 2000, cuMemcpyHtoD_v2 @ 3020, cuMemcpyHtoD_v2_ptds @ 3020,
+                cuMemcpyDtoH @ 2000, cuMemcpyDtoH_v2 @ 3020, cuMemcpyDtoH_v2_ptds @ 3020,
+                cuMemcpyDtoD @ 2000, cuMemcpyDtoD_v2 @ 3020, cuMemcpyDtoD_v2_ptds @ 3020,
+                cuMemcpyHtoDAsync @ 2000, cuMemcpyHtoDAsync_v2 @ 3020, cuMemcpyHtoDAsync_v2_ptsz @ 3020,
+                cuMemcpyDtoHAsync @ 2000, cuMemcpyDtoHAsync_v2 @ 3020, cuMemcpyDtoHAsync_v2_ptsz @ 3020,
+                cuMemcpyDtoDAsync @ 2000, cuMemcpyDtoDAsync_v2 @ 3020, cuMemcpyDtoDAsync_v2_ptsz @ 3020,
+                cuMemcpy @ 4000, cuMemcpy_ptds @ 4000, cuMemcpyAsync @ 4000, cuMemcpyAsync_ptsz @ 4000,
+                cuMemcpyPeer @ 4000, cuMemcpyPeer_ptds @ 4000,
+                cuMemcpyPeerAsync @ 4000, cuMemcpyPeerAsync_ptsz @ 4000,
+                cuMemcpy2D_v2 @ 3020, cuMemcpy2D_v2_ptds @ 3020,
+                cuMemcpy2DAsync_v2 @ 3020, cuMemcpy2DAsync_v2_ptsz @ 3020,
+                cuMemcpy3D_v2 @ 3020, cuMemcpy3D_v2_ptds @ 3020,
+                cuMemcpy3DAsync_v2 @ 3020, cuMemcpy3DAsync_v2_ptsz @ 3020,
+                cuMemsetD8 @ 2000, cuMemsetD8_v2 @ 3020, cuMemsetD8_v2_ptds @ 3020,
+                cuMemsetD32 @ 2000, cuMemsetD32_v2 @ 3020, cuMemsetD32_v2_ptds @ 3020,
+                cuMemsetD8Async @ 3020, cuMemsetD8Async_ptsz @ 3020,
+                cuMemsetD32Async @ 3020, cuMemsetD32Async_ptsz @ 3020,
+                cuMemAlloc @ 2000, cuMemAlloc_v2 @ 3020,
+                cuMemAllocAsync @ 11020, cuMemAllocAsync_ptsz @ 11020,
+                cuMemAllocFromPoolAsync @ 11020, cuMemAllocFromPoolAsync_ptsz @ 11020,
+                cuMemFree @ 2000, cuMemFree_v2 @ 3020, cuMemFreeAsync @ 11020, cuMemFreeAsync_ptsz @ 11020,
+                cuMemAllocHost_v2 @ 3020, cuMemHostAlloc @ 2020, cuMemFreeHost @ 2000,
+                cuMemHostRegister @ 4000, cuMemHostRegister_v2 @ 6050, cuMemHostUnregister @ 4000,
+                cuMemAllocManaged @ 6000,
+                cuMemCreate @ 10020, cuMemRelease @ 10020, cuMemMap @ 10020, cuMemUnmap @ 10020,
+                cuMemSetAccess @ 10020, cuMemAddressReserve @ 10020, cuMemAddressFree @ 10020,
+                cuMemPrefetchAsync @ 8000, cuMemPrefetchAsync_ptsz @ 8000,
+                cuMemPrefetchAsync_v2 @ 12020, cuMemPrefetchAsync_v2_ptsz @ 12020,
+                cuMemAdvise @ 8000, cuMemAdvise_v2 @ 12020,
+                cuDeviceGet @ 2000, cuDeviceGetCount @ 2000, cuDeviceGetAttribute @ 2000,
+                cuCtxGetCurrent @ 4000, cuCtxSetCurrent @ 4000,
+                cuStreamCreate @ 2000, cuStreamDestroy_v2 @ 4000,
+                cuEventCreate @ 2000, cuEventDestroy_v2 @ 4000,
+            ])
+        })
+        .0
+}
+
+fn strip_stream_suffix(name: &str) -> (&str, bool) {
+    match name.strip_suffix("_ptsz").or_else(|| name.strip_suffix("_ptds")) {
+        Some(base) => (base, true),
+        None => (name, false),
+    }
+}
+
+fn api_name(export: &str) -> &str {
+    let (name, _) = strip_stream_suffix(export);
+    match name.rsplit_once("_v") {
+        Some((head, v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => name,
+    }
+}
+
+/// The driver's variant choice for `(symbol, version, flags)`.
+fn resolve(symbol: &str, version: i32, flags: u64) -> Result<*mut c_void, c_int> {
+    let per_thread = flags & PER_THREAD != 0 && flags & LEGACY == 0;
+    let candidates: Vec<_> = exports()
+        .iter()
+        .filter(|(name, _, _)| api_name(name) == symbol && !strip_stream_suffix(name).1)
+        .collect();
+    if candidates.is_empty() {
+        return Err(1); // CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+    }
+    let (name, _, address) = candidates
+        .iter()
+        .filter(|(_, v, _)| *v <= version)
+        .max_by_key(|(_, v, _)| *v)
+        .ok_or(2)?; // CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+    if per_thread {
+        if let Some((_, _, pt)) = exports()
+            .iter()
+            .find(|(n, _, _)| strip_stream_suffix(n) == (*name, true))
+        {
+            return Ok(*pt);
+        }
+    }
+    Ok(*address)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGetProcAddress_v2(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+    status: *mut c_int,
+) -> CUresult {
+    let r = enter("cuGetProcAddress_v2");
+    if r != 0 {
+        return r;
+    }
+    if symbol.is_null() || pfn.is_null() {
+        return 1;
+    }
+    let name = CStr::from_ptr(symbol).to_str().unwrap_or("");
+    let (result, code) = match resolve(name, version, flags) {
+        Ok(p) => {
+            *pfn = p;
+            (0, 0)
+        }
+        Err(code) => {
+            *pfn = std::ptr::null_mut();
+            (CUDA_ERROR_NOT_FOUND, code)
+        }
+    };
+    if !status.is_null() {
+        *status = code;
+    }
+    result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+) -> CUresult {
+    let r = enter("cuGetProcAddress");
+    if r != 0 {
+        return r;
+    }
+    cuGetProcAddress_v2(symbol, pfn, version, flags, std::ptr::null_mut())
+}
