@@ -17,9 +17,9 @@
 //! Never call `libc::dlsym` (or anything built on it) in this crate: it binds to our own
 //! `dlsym`. `real_dlsym` is the way to the real one.
 
+use crate::effect::Effect;
 use crate::hooks::{wrapper_address, CUresult, Hook, ALL_HOOKS, HOOK_COUNT, HOOK_NAMES};
 use crate::record::intercept;
-use crate::effect::Effect;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering::*};
 
@@ -75,8 +75,7 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
     // Fast path for everything that is not a driver entry point (`cu` + capital letter;
     // this excludes cudnn*, cublas*, curl_*).
     // SAFETY: symbol is a C string per dlsym's contract (null is tolerated).
-    if found.is_null() || symbol.is_null() || !is_driver_name(unsafe { CStr::from_ptr(symbol) })
-    {
+    if found.is_null() || symbol.is_null() || !is_driver_name(unsafe { CStr::from_ptr(symbol) }) {
         return found;
     }
     swap_for_wrapper(found, symbol)
@@ -236,7 +235,12 @@ fn driver_handle() -> *mut c_void {
         return h;
     }
     // SAFETY: a valid C string; RTLD_NOLOAD only returns an already loaded object.
-    let h = unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    let h = unsafe {
+        libc::dlopen(
+            c"libcuda.so.1".as_ptr(),
+            libc::RTLD_LAZY | libc::RTLD_NOLOAD,
+        )
+    };
     if !h.is_null() {
         DRIVER.store(h, Release);
     }

@@ -212,10 +212,7 @@ fn write_to(dir: &Path, dump: &Dump) -> std::io::Result<()> {
     let host = &dump.process.host;
     let pid = dump.process.pid;
     let name = format!("gpuspy-{host}-{pid}.json");
-    let tmp = dir.join(format!(
-        ".{name}.{}.tmp",
-        WRITE_SEQ.fetch_add(1, Relaxed)
-    ));
+    let tmp = dir.join(format!(".{name}.{}.tmp", WRITE_SEQ.fetch_add(1, Relaxed)));
     let json = serde_json::to_vec(dump).map_err(std::io::Error::other)?;
     let mut file = std::fs::OpenOptions::new()
         .write(true)

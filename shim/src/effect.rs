@@ -26,11 +26,22 @@ pub enum Effect {
         mode: Mode,
     },
     /// Pinned host memory was allocated; its address is written to `out` by the driver.
-    PinnedAlloc { out: *mut *mut c_void, bytes: u64 },
-    PinnedRegister { ptr: usize, bytes: u64 },
-    ManagedAlloc { out: *mut u64, bytes: u64 },
+    PinnedAlloc {
+        out: *mut *mut c_void,
+        bytes: u64,
+    },
+    PinnedRegister {
+        ptr: usize,
+        bytes: u64,
+    },
+    ManagedAlloc {
+        out: *mut u64,
+        bytes: u64,
+    },
     /// A free that synchronises the device; forgets the range if the shim tracked it.
-    Release { ptr: usize },
+    Release {
+        ptr: usize,
+    },
 }
 
 impl Effect {
@@ -103,10 +114,7 @@ pub fn copy(dir: Direction, host: *mut c_void, bytes: u64, mode: Mode) -> Effect
 /// tells the direction; otherwise it stays unknown.
 #[inline(always)]
 pub fn copy_unified(dst: u64, src: u64, bytes: u64, mode: Mode) -> Effect {
-    let (dir, host) = match (
-        hostmem::lookup(src as usize),
-        hostmem::lookup(dst as usize),
-    ) {
+    let (dir, host) = match (hostmem::lookup(src as usize), hostmem::lookup(dst as usize)) {
         (Some(kind), _) => (Direction::HtoD, kind),
         (None, Some(kind)) => (Direction::DtoH, kind),
         (None, None) => (Direction::Unknown, HostKind::None),

@@ -314,7 +314,10 @@ mod tests {
     #[test]
     fn names_are_unique_and_match_ids() {
         let mut names: Vec<&str> = ALL_HOOKS.iter().map(|h| h.name()).collect();
-        assert_eq!(names[Hook::cuLaunchKernel_ptsz as usize], "cuLaunchKernel_ptsz");
+        assert_eq!(
+            names[Hook::cuLaunchKernel_ptsz as usize],
+            "cuLaunchKernel_ptsz"
+        );
         assert_eq!(Hook::cuGetProcAddress_v2.name(), "cuGetProcAddress_v2");
         names.sort_unstable();
         names.dedup();
@@ -323,7 +326,10 @@ mod tests {
 
     #[test]
     fn every_wrapper_is_distinct() {
-        let mut addrs: Vec<usize> = ALL_HOOKS.iter().map(|&h| wrapper_address(h) as usize).collect();
+        let mut addrs: Vec<usize> = ALL_HOOKS
+            .iter()
+            .map(|&h| wrapper_address(h) as usize)
+            .collect();
         addrs.sort_unstable();
         addrs.dedup();
         assert_eq!(addrs.len(), HOOK_COUNT, "two hooks share a wrapper");

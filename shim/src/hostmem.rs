@@ -43,7 +43,11 @@ pub fn insert(start: usize, len: u64, kind: HostKind) {
     }
     let end = start.saturating_add(len as usize);
     for (i, slot) in TABLE.iter().enumerate() {
-        if slot.start.compare_exchange(0, start, AcqRel, Relaxed).is_ok() {
+        if slot
+            .start
+            .compare_exchange(0, start, AcqRel, Relaxed)
+            .is_ok()
+        {
             slot.kind.store(encode(kind), Relaxed);
             // Published last: a reader that sees `end` also sees `kind`.
             slot.end.store(end, Release);

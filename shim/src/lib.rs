@@ -18,7 +18,10 @@
 //! cannot panic: the crate denies `unwrap`, `expect` and `panic`, and dump writing runs
 //! under `catch_unwind`.
 
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod clock;

@@ -86,7 +86,10 @@ fn activate() -> bool {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     if OWNER_PID.swap(pid, AcqRel) != pid {
-        START_UNIX_NS.store(process_start_unix_ns().unwrap_or_else(clock::unix_ns), Relaxed);
+        START_UNIX_NS.store(
+            process_start_unix_ns().unwrap_or_else(clock::unix_ns),
+            Relaxed,
+        );
         dump::capture_process_info();
         start_flusher();
     }
@@ -209,24 +212,24 @@ pub extern "C" fn _Exit(status: libc::c_int) -> ! {
     exit_via(c"_Exit", status)
 }
 
-/// Process start from /proc: field 22 of /proc/self/stat (clock ticks after boot) plus the
-/// boot time in /proc/stat.
+/// Process start: its age from /proc (start in clock ticks after boot, field 22 of
+/// /proc/self/stat, against /proc/uptime, both 10 ms resolution) taken from now.
 fn process_start_unix_ns() -> Option<u64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the parenthesised command name, which may itself hold spaces.
     let after_comm = stat.rsplit_once(')')?.1;
     let start_ticks: u64 = after_comm.split_whitespace().nth(19)?.parse().ok()?;
-    let boot_s: u64 = std::fs::read_to_string("/proc/stat")
+    let uptime_s: f64 = std::fs::read_to_string("/proc/uptime")
         .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
+        .split_whitespace()
+        .next()?
         .parse()
         .ok()?;
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
-    Some(boot_s * 1_000_000_000 + start_ticks * (1_000_000_000 / hz))
+    let age_ns = ((uptime_s * 1e9) as u64).checked_sub(start_ticks * (1_000_000_000 / hz))?;
+    clock::unix_ns().checked_sub(age_ns)
 }
 
 #[cfg(test)]
@@ -237,6 +240,9 @@ mod tests {
     fn process_start_is_in_the_past() {
         let start = process_start_unix_ns().unwrap();
         let now = clock::unix_ns();
-        assert!(start <= now && now - start < 3_600 * 1_000_000_000, "{start} vs {now}");
+        assert!(
+            start <= now && now - start < 3_600 * 1_000_000_000,
+            "{start} vs {now}"
+        );
     }
 }

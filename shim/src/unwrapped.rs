@@ -24,7 +24,10 @@ const FREE: Slot = Slot {
 static NAMES: [Slot; SLOTS] = [FREE; SLOTS];
 
 fn matches(slot: &Slot, name: &[u8]) -> bool {
-    slot.name.iter().zip(name.iter().chain(std::iter::repeat(&0))).all(|(a, &b)| a.load(Relaxed) == b)
+    slot.name
+        .iter()
+        .zip(name.iter().chain(std::iter::repeat(&0)))
+        .all(|(a, &b)| a.load(Relaxed) == b)
 }
 
 pub fn note(name: &CStr) {
@@ -51,7 +54,12 @@ pub fn names() -> Vec<String> {
         .iter()
         .filter(|s| s.state.load(Acquire) == 2)
         .map(|s| {
-            let bytes: Vec<u8> = s.name.iter().map(|b| b.load(Relaxed)).take_while(|&b| b != 0).collect();
+            let bytes: Vec<u8> = s
+                .name
+                .iter()
+                .map(|b| b.load(Relaxed))
+                .take_while(|&b| b != 0)
+                .collect();
             String::from_utf8_lossy(&bytes).into_owned()
         })
         .collect();
@@ -78,7 +86,13 @@ mod tests {
         note(c"cuDeviceGetAttribute");
         note(c"cuCtxGetCurrent");
         let names = names();
-        assert_eq!(names.iter().filter(|n| *n == "cuDeviceGetAttribute").count(), 1);
+        assert_eq!(
+            names
+                .iter()
+                .filter(|n| *n == "cuDeviceGetAttribute")
+                .count(),
+            1
+        );
         assert!(names.contains(&"cuCtxGetCurrent".to_string()));
     }
 }

@@ -67,7 +67,9 @@ impl Layout {
         if *self == Layout::current() {
             Ok(())
         } else {
-            Err(format!("histogram layout {self:?} is not the one this gpuspy reads"))
+            Err(format!(
+                "histogram layout {self:?} is not the one this gpuspy reads"
+            ))
         }
     }
 }
@@ -156,9 +158,15 @@ mod tests {
         while v < 1 << MAX_EXPONENT {
             for probe in [v - 1, v, v + 1, v + v / 3] {
                 let (low, high) = bucket_bounds(bucket_index(probe));
-                assert!(low <= probe && probe < high, "{probe} not in [{low},{high})");
+                assert!(
+                    low <= probe && probe < high,
+                    "{probe} not in [{low},{high})"
+                );
                 // Relative width stays within 1/16 of the lower bound.
-                assert!(low < 32 || (high - low) * 16 <= low, "bucket [{low},{high}) too wide");
+                assert!(
+                    low < 32 || (high - low) * 16 <= low,
+                    "bucket [{low},{high}) too wide"
+                );
             }
             v *= 2;
         }

@@ -222,7 +222,10 @@ mod tests {
         assert_eq!(base_name("cuMemcpyHtoD_v2_ptds"), "cuMemcpyHtoD");
         assert_eq!(base_name("cuLaunchKernel_ptsz"), "cuLaunchKernel");
         assert_eq!(base_name("cuCtxCreate_v4"), "cuCtxCreate");
-        assert_eq!(base_name("cuMemPrefetchAsync_v2_ptsz"), "cuMemPrefetchAsync");
+        assert_eq!(
+            base_name("cuMemPrefetchAsync_v2_ptsz"),
+            "cuMemPrefetchAsync"
+        );
         assert_eq!(base_name("cuLaunchKernel"), "cuLaunchKernel");
         // `_v` not followed by digits only is part of the name.
         assert_eq!(base_name("cuFoo_vx"), "cuFoo_vx");
@@ -232,12 +235,22 @@ mod tests {
     #[test]
     fn parse_rejects_bad_input_with_a_reason() {
         assert_eq!(parse_dump("").unwrap_err(), "empty file");
-        assert!(parse_dump("{\"schema\": \"gpu").unwrap_err().starts_with("truncated JSON"));
-        assert!(parse_dump("\u{1}\u{2}garbage").unwrap_err().starts_with("not JSON"));
-        assert!(parse_dump("{}").unwrap_err().starts_with("not a gpuspy dump"));
+        assert!(parse_dump("{\"schema\": \"gpu")
+            .unwrap_err()
+            .starts_with("truncated JSON"));
+        assert!(parse_dump("\u{1}\u{2}garbage")
+            .unwrap_err()
+            .starts_with("not JSON"));
+        assert!(parse_dump("{}")
+            .unwrap_err()
+            .starts_with("not a gpuspy dump"));
         let future = r#"{"schema":"gpuspy-dump","schema_version":99}"#;
-        assert!(parse_dump(future).unwrap_err().contains("schema version 99"));
+        assert!(parse_dump(future)
+            .unwrap_err()
+            .contains("schema version 99"));
         let broken = r#"{"schema":"gpuspy-dump","schema_version":1,"pid":1}"#;
-        assert!(parse_dump(broken).unwrap_err().starts_with("malformed dump"));
+        assert!(parse_dump(broken)
+            .unwrap_err()
+            .starts_with("malformed dump"));
     }
 }

@@ -1,0 +1,20 @@
+//! `gpuspy report`.
+
+use crate::profile::{load_all, Profile};
+use crate::{render_json, render_text};
+use anyhow::Result;
+use std::path::PathBuf;
+
+pub fn report(paths: &[PathBuf], json: bool, per_process: bool) -> Result<()> {
+    let dumps = load_all(paths)?;
+    print(&Profile::from_dumps(&dumps), json, per_process);
+    Ok(())
+}
+
+pub fn print(profile: &Profile, json: bool, per_process: bool) {
+    if json {
+        println!("{}", render_json::render(profile));
+    } else {
+        print!("{}", render_text::render(profile, per_process));
+    }
+}

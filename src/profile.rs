@@ -1,0 +1,199 @@
+//! Loading dumps and merging them into one profile: per API family (base name) with its
+//! exact variants, implicit syncs, copies, and the processes they came from.
+
+use anyhow::{bail, Context, Result};
+use gpuspy_format::{base_name, hist, parse_dump, Direction, Dump, HostKind, SyncCause};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `CUDA_ERROR_NOT_READY`: what `cuStreamQuery`/`cuEventQuery` return while work is pending.
+/// A status, not an error, so it is not counted as one.
+pub const CUDA_ERROR_NOT_READY: u32 = 600;
+
+/// Expands PATHs (dump files or directories of dumps) into dump files, in a stable order.
+pub fn dump_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta =
+            std::fs::metadata(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        if meta.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("{}: cannot list directory", path.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_dump_name(p))
+                .collect();
+            if found.is_empty() {
+                bail!("{}: no gpuspy dumps in this directory", path.display());
+            }
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// `gpuspy-*.json`; temp files being written start with a dot and are skipped.
+pub fn is_dump_name(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("gpuspy-") && n.ends_with(".json"))
+}
+
+pub fn load(path: &Path) -> Result<Dump> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{}: not JSON (not UTF-8 text)", path.display()))?;
+    parse_dump(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// A latency distribution merged over dumps.
+#[derive(Debug, Clone)]
+pub struct Latency {
+    pub calls: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub dense: Vec<u64>,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            calls: 0,
+            total_ns: 0,
+            max_ns: 0,
+            dense: vec![0; hist::BUCKETS],
+        }
+    }
+}
+
+impl Latency {
+    fn add(&mut self, calls: u64, total_ns: u64, max_ns: u64, h: &hist::Histogram) {
+        self.calls += calls;
+        self.total_ns = self.total_ns.saturating_add(total_ns);
+        self.max_ns = self.max_ns.max(max_ns);
+        h.add_to(&mut self.dense);
+    }
+
+    pub fn quantile(&self, q: f64) -> u64 {
+        hist::quantile(&self.dense, q, self.max_ns)
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Api {
+    pub latency: Latency,
+    pub nested: u64,
+    pub bytes: u64,
+    /// Non-zero results by code, NOT_READY included.
+    pub results: BTreeMap<u32, u64>,
+    /// Exact exported variants and their outermost call counts.
+    pub symbols: BTreeMap<String, u64>,
+}
+
+impl Api {
+    pub fn errors(&self) -> u64 {
+        self.results
+            .iter()
+            .filter(|(&code, _)| code != CUDA_ERROR_NOT_READY)
+            .map(|(_, &n)| n)
+            .sum()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ProcessInfo {
+    pub path: PathBuf,
+    pub pid: u32,
+    pub host: String,
+    pub exe: String,
+    pub cmdline: Vec<String>,
+    pub wall_ns: u64,
+    pub driver_ns: u64,
+    pub calls: u64,
+    pub threads: u32,
+    pub complete: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct Profile {
+    pub processes: Vec<ProcessInfo>,
+    pub apis: BTreeMap<String, Api>,
+    pub syncs: BTreeMap<SyncCause, Latency>,
+    pub copies: BTreeMap<(Direction, HostKind), (u64, u64)>,
+    pub unwrapped: Vec<String>,
+}
+
+impl Profile {
+    pub fn from_dumps(dumps: &[(PathBuf, Dump)]) -> Profile {
+        let mut p = Profile::default();
+        for (path, d) in dumps {
+            p.processes.push(ProcessInfo {
+                path: path.clone(),
+                pid: d.process.pid,
+                host: d.process.host.clone(),
+                exe: d.process.exe.clone(),
+                cmdline: d.process.cmdline.clone(),
+                wall_ns: d.stop_unix_ns.saturating_sub(d.start_unix_ns),
+                driver_ns: d.driver_ns,
+                calls: d.apis.iter().map(|a| a.calls).sum(),
+                threads: d.threads,
+                complete: d.complete,
+            });
+            for a in &d.apis {
+                let api = p.apis.entry(base_name(&a.symbol).to_string()).or_default();
+                api.latency.add(a.calls, a.total_ns, a.max_ns, &a.hist);
+                api.nested += a.nested;
+                api.bytes += a.bytes;
+                for &(code, n) in &a.results {
+                    *api.results.entry(code).or_default() += n;
+                }
+                *api.symbols.entry(a.symbol.clone()).or_default() += a.calls;
+            }
+            for s in &d.syncs {
+                p.syncs
+                    .entry(s.cause)
+                    .or_default()
+                    .add(s.calls, s.total_ns, s.max_ns, &s.hist);
+            }
+            for c in &d.copies {
+                let cell = p.copies.entry((c.direction, c.host)).or_default();
+                cell.0 += c.calls;
+                cell.1 += c.bytes;
+            }
+            p.unwrapped.extend(d.unwrapped_symbols.iter().cloned());
+        }
+        p.unwrapped.sort();
+        p.unwrapped.dedup();
+        p
+    }
+
+    pub fn wall_ns(&self) -> u64 {
+        self.processes.iter().map(|p| p.wall_ns).sum()
+    }
+
+    pub fn driver_ns(&self) -> u64 {
+        self.processes.iter().map(|p| p.driver_ns).sum()
+    }
+
+    /// APIs by total time, largest first.
+    pub fn by_total_time(&self) -> Vec<(&String, &Api)> {
+        let mut v: Vec<_> = self.apis.iter().collect();
+        v.sort_by(|a, b| {
+            b.1.latency
+                .total_ns
+                .cmp(&a.1.latency.total_ns)
+                .then(a.0.cmp(b.0))
+        });
+        v
+    }
+}
+
+/// Loads every dump under `paths`.
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Dump)>> {
+    dump_files(paths)?
+        .into_iter()
+        .map(|f| load(&f).map(|d| (f, d)))
+        .collect()
+}

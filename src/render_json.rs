@@ -1,0 +1,77 @@
+//! `gpuspy report --json`: exactly one JSON object. Schema: docs/report-json.md.
+
+use crate::profile::{Latency, Profile};
+use serde_json::{json, Value};
+
+fn latency(l: &Latency) -> Value {
+    json!({
+        "count": l.calls,
+        "total_ns": l.total_ns,
+        "p50_ns": l.quantile(0.50),
+        "p90_ns": l.quantile(0.90),
+        "p99_ns": l.quantile(0.99),
+        "max_ns": l.max_ns,
+    })
+}
+
+pub fn render(p: &Profile) -> Value {
+    let apis: Vec<Value> = p
+        .by_total_time()
+        .into_iter()
+        .map(|(name, api)| {
+            let mut row = latency(&api.latency);
+            row["api"] = json!(name);
+            row["errors"] = json!(api.errors());
+            row["nested"] = json!(api.nested);
+            row["bytes"] = json!(api.bytes);
+            row["results"] = api
+                .results
+                .iter()
+                .map(|(code, n)| json!({"code": code, "count": n}))
+                .collect();
+            row["symbols"] = api
+                .symbols
+                .iter()
+                .map(|(s, n)| json!({"symbol": s, "count": n}))
+                .collect();
+            row
+        })
+        .collect();
+    let syncs: Vec<Value> = p
+        .syncs
+        .iter()
+        .map(|(cause, l)| {
+            let mut row = latency(l);
+            row["cause"] = json!(cause);
+            row
+        })
+        .collect();
+    let copies: Vec<Value> = p
+        .copies
+        .iter()
+        .map(|((dir, host), (calls, bytes))| {
+            json!({"direction": dir, "host": host, "count": calls, "bytes": bytes})
+        })
+        .collect();
+    let processes: Vec<Value> = p
+        .processes
+        .iter()
+        .map(|pr| {
+            json!({
+                "path": pr.path, "pid": pr.pid, "host": pr.host, "exe": pr.exe,
+                "cmdline": pr.cmdline, "wall_ns": pr.wall_ns, "driver_ns": pr.driver_ns,
+                "calls": pr.calls, "threads": pr.threads, "complete": pr.complete,
+            })
+        })
+        .collect();
+    json!({
+        "processes": processes,
+        "wall_ns": p.wall_ns(),
+        "driver_ns": p.driver_ns(),
+        "apis": apis,
+        "syncs": syncs,
+        "copies": copies,
+        "unwrapped_symbols": p.unwrapped,
+        "findings": [],
+    })
+}

@@ -1,0 +1,204 @@
+//! `gpuspy report`: the human-readable tables.
+
+use crate::profile::Profile;
+use std::fmt::Write;
+
+/// `1.23 ms`-style durations with three significant figures.
+pub fn duration(ns: u64) -> String {
+    let (value, unit) = match ns {
+        0..=999 => return format!("{ns} ns"),
+        1_000..=999_999 => (ns as f64 / 1e3, "us"),
+        1_000_000..=999_999_999 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let digits = if value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.digits$} {unit}")
+}
+
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+pub fn render(p: &Profile, per_process: bool) -> String {
+    let mut out = String::new();
+    let wall = p.wall_ns();
+    let driver = p.driver_ns();
+    let threads: u32 = p.processes.iter().map(|pr| pr.threads).sum();
+    let _ = writeln!(
+        out,
+        "gpuspy report: {} process{}, {} thread{}, wall {}, inside the driver {} ({} of wall)",
+        p.processes.len(),
+        if p.processes.len() == 1 { "" } else { "es" },
+        threads,
+        if threads == 1 { "" } else { "s" },
+        duration(wall),
+        duration(driver),
+        percent(driver, wall),
+    );
+    let incomplete = p.processes.iter().filter(|pr| !pr.complete).count();
+    if incomplete > 0 {
+        let _ = writeln!(
+            out,
+            "note: {incomplete} dump(s) come from a periodic flush (process killed or still running): data up to the last flush"
+        );
+    }
+    if per_process {
+        let _ = writeln!(out, "\nProcesses");
+        let _ = writeln!(
+            out,
+            "  {:>8}  {:>10}  {:>10}  {:>10}  command",
+            "pid", "wall", "driver", "calls"
+        );
+        for pr in &p.processes {
+            let _ = writeln!(
+                out,
+                "  {:>8}  {:>10}  {:>10}  {:>10}  {}",
+                pr.pid,
+                duration(pr.wall_ns),
+                duration(pr.driver_ns),
+                pr.calls,
+                pr.cmdline.join(" "),
+            );
+        }
+    }
+    if p.apis.is_empty() {
+        let _ = writeln!(out, "\nNo driver calls recorded.");
+        return out;
+    }
+    let _ = writeln!(out, "\nDriver API calls (by total time)");
+    let _ = writeln!(
+        out,
+        "  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
+        "api", "calls", "total", "p50", "p99", "max", "errors"
+    );
+    for (name, api) in p.by_total_time() {
+        let l = &api.latency;
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
+            name,
+            l.calls,
+            duration(l.total_ns),
+            duration(l.quantile(0.5)),
+            duration(l.quantile(0.99)),
+            duration(l.max_ns),
+            api.errors(),
+        );
+        if api.symbols.len() > 1 || api.symbols.keys().any(|s| s != name) {
+            let variants: Vec<String> = api
+                .symbols
+                .iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect();
+            let _ = writeln!(out, "    {}", variants.join(", "));
+        }
+    }
+    if !p.syncs.is_empty() {
+        let _ = writeln!(out, "\nImplicit synchronisations (host blocked)");
+        let _ = writeln!(
+            out,
+            "  {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            "cause", "calls", "blocked", "p50", "p99", "max", "of wall"
+        );
+        for (cause, l) in &p.syncs {
+            let name = serde_json::to_value(cause)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
+                name,
+                l.calls,
+                duration(l.total_ns),
+                duration(l.quantile(0.5)),
+                duration(l.quantile(0.99)),
+                duration(l.max_ns),
+                percent(l.total_ns, wall),
+            );
+        }
+    }
+    if !p.copies.is_empty() {
+        let _ = writeln!(out, "\nCopies (bytes by direction and host memory)");
+        let _ = writeln!(
+            out,
+            "  {:<10} {:<10} {:>10} {:>12}",
+            "direction", "host", "calls", "bytes"
+        );
+        for ((dir, host), (calls, n)) in &p.copies {
+            let host = serde_json::to_value(host)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<10} {:<10} {:>10} {:>12}",
+                format!("{dir:?}"),
+                host,
+                calls,
+                bytes(*n)
+            );
+        }
+    }
+    let _ = writeln!(out, "\nTop time sinks");
+    for (i, (name, api)) in p.by_total_time().into_iter().take(5).enumerate() {
+        let _ = writeln!(
+            out,
+            "  {}. {:<28} {:>10}  {:>6} of driver time, {:>6} of wall",
+            i + 1,
+            name,
+            duration(api.latency.total_ns),
+            percent(api.latency.total_ns, driver),
+            percent(api.latency.total_ns, wall),
+        );
+    }
+    if !p.unwrapped.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} driver entry points were looked up but are not wrapped (calls to them are not counted): {}",
+            p.unwrapped.len(),
+            p.unwrapped.join(", ")
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes_read_well() {
+        assert_eq!(duration(999), "999 ns");
+        assert_eq!(duration(1_500), "1.50 us");
+        assert_eq!(duration(25_000_000), "25.0 ms");
+        assert_eq!(duration(3_000_000_000), "3.00 s");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(3 * 1024 * 1024), "3.0 MiB");
+    }
+}

@@ -1,0 +1,107 @@
+use crate::support::*;
+use serde_json::Value;
+
+fn launches(dump: &std::path::Path) -> (u64, bool) {
+    let r = report_json(&[dump]);
+    (
+        count(&r, "cuLaunchKernel"),
+        r["processes"][0]["complete"].as_bool().unwrap(),
+    )
+}
+
+/// (launches, complete) of each dump, parent (5 launches) first.
+fn per_process(run: &Run) -> Vec<(u64, bool)> {
+    let mut v: Vec<(u64, bool)> = run.dumps().iter().map(|d| launches(d)).collect();
+    v.sort_by_key(|&(n, _)| n);
+    v
+}
+
+#[test]
+fn forked_child_returning_normally_has_its_own_dump() {
+    let run = run("lifecycle", &["return"], &[]);
+    assert_eq!(per_process(&run), vec![(5, true), (7, true)]);
+}
+
+#[test]
+fn forked_child_ending_in_exit_underscore_has_its_own_dump() {
+    let run = run("lifecycle", &["_exit"], &[]);
+    assert_eq!(per_process(&run), vec![(5, true), (7, true)]);
+}
+
+#[test]
+fn forked_child_that_never_calls_the_driver_writes_nothing() {
+    let run = run("lifecycle", &["silent"], &[]);
+    assert_eq!(per_process(&run), vec![(5, true)]);
+}
+
+#[test]
+fn killed_child_keeps_its_data_up_to_the_last_flush() {
+    let run = run("lifecycle", &["kill"], &[("GPUSPY_FLUSH_S", "0.2")]);
+    assert_eq!(per_process(&run), vec![(5, true), (7, false)]);
+}
+
+#[test]
+fn a_process_without_driver_calls_writes_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let status = command(std::path::Path::new("/bin/true"), &[], &[], out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_dir(out.path())
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0
+    );
+}
+
+#[test]
+fn dumps_are_not_world_writable_and_carry_the_header() {
+    use std::os::unix::fs::PermissionsExt;
+    let run = run("linked", &["3", "1"], &[("RANK", "3"), ("WORLD_SIZE", "8")]);
+    let dumps = run.dumps();
+    assert_eq!(dumps.len(), 1);
+    let mode = std::fs::metadata(&dumps[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o002, 0, "world-writable dump: {mode:o}");
+    let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
+    assert_eq!(dump["schema"], "gpuspy-dump");
+    assert_eq!(dump["schema_version"], 1);
+    let pid = dump["process"]["pid"].as_u64().unwrap();
+    let name = dumps[0].file_name().unwrap().to_str().unwrap();
+    assert!(name.ends_with(&format!("-{pid}.json")), "{name}");
+    assert!(dump["process"]["exe"]
+        .as_str()
+        .unwrap()
+        .ends_with("/linked"));
+    assert_eq!(dump["process"]["cmdline"][1], "3");
+    let rank_env = dump["process"]["rank_env"].as_array().unwrap();
+    assert!(
+        rank_env.contains(&serde_json::json!(["RANK", "3"])),
+        "{rank_env:?}"
+    );
+    assert!(dump["stop_unix_ns"].as_u64() >= dump["start_unix_ns"].as_u64());
+    assert_eq!(dump["histogram"]["buckets"], 592);
+}
+
+#[test]
+fn unwritable_output_directory_warns_once_and_the_program_runs_on() {
+    let out = tempfile::tempdir().unwrap();
+    let blocked = out.path().join("a-file");
+    std::fs::write(&blocked, "").unwrap();
+    let output = command(
+        &program("linked"),
+        &["10", "1"],
+        &[("GPUSPY_FLUSH_S", "0.05")],
+        &blocked.join("sub"),
+    )
+    .output()
+    .unwrap();
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("linked: done"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.matches("gpuspy: cannot write dumps").count(),
+        1,
+        "{stderr}"
+    );
+}

@@ -1,0 +1,200 @@
+//! Shared test plumbing: builds the shim and the fake driver, compiles the C programs, runs
+//! them under the shim and reads the report.
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+
+pub struct Artifacts {
+    /// target/<profile>: gpuspy, libgpuspy.so, the fake libcuda.so.
+    pub bin_dir: PathBuf,
+    /// A directory holding only the fake driver, as libcuda.so.1 and libcuda.so.
+    pub driver_dir: PathBuf,
+}
+
+pub fn gpuspy() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_gpuspy"))
+}
+
+/// Builds libgpuspy.so and the fake driver with the same profile as this test run.
+pub fn artifacts() -> &'static Artifacts {
+    static ARTIFACTS: OnceLock<Artifacts> = OnceLock::new();
+    ARTIFACTS.get_or_init(|| {
+        let bin_dir = gpuspy().parent().unwrap().to_path_buf();
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "-q", "-p", "gpuspy-shim", "-p", "fakecuda"]);
+        if bin_dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo build");
+        assert!(
+            status.success(),
+            "building the shim and the fake driver failed"
+        );
+        let driver_dir = bin_dir.join("fake-driver");
+        std::fs::create_dir_all(&driver_dir).unwrap();
+        for name in ["libcuda.so.1", "libcuda.so"] {
+            let dst = driver_dir.join(name);
+            let _ = std::fs::remove_file(&dst);
+            std::fs::copy(bin_dir.join("libcuda.so"), &dst).unwrap();
+        }
+        Artifacts {
+            bin_dir,
+            driver_dir,
+        }
+    })
+}
+
+pub fn shim() -> PathBuf {
+    artifacts().bin_dir.join("libgpuspy.so")
+}
+
+/// Compiles tests/programs/NAME.c against the fake driver, once per test run.
+pub fn program(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap();
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let a = artifacts();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(format!("{name}.c"));
+    let exe = a.bin_dir.join("test-programs").join(name);
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-L")
+        .arg(&a.driver_dir)
+        .args(["-lcuda", "-ldl", "-lpthread"])
+        .output()
+        .expect("a C compiler (cc) is needed for the integration tests");
+    assert!(
+        out.status.success(),
+        "cc {name}.c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built.insert(name.to_string(), exe.clone());
+    exe
+}
+
+pub struct Run {
+    pub output: Output,
+    pub out_dir: tempfile::TempDir,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn dumps(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = match std::fs::read_dir(self.out_dir.path()) {
+            Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+            Err(_) => Vec::new(),
+        };
+        v.sort();
+        v
+    }
+
+    pub fn report(&self) -> Value {
+        report_json(&[self.out_dir.path()])
+    }
+}
+
+/// A command with the fake driver on the library path and the shim preloaded.
+pub fn command(exe: &Path, args: &[&str], env: &[(&str, &str)], out_dir: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .env("LD_PRELOAD", shim())
+        .env("GPUSPY_OUT", out_dir)
+        .env_remove("FAKECUDA_DELAY_NS")
+        .env_remove("FAKECUDA_FAIL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+pub fn run(name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let out_dir = tempfile::tempdir().unwrap();
+    let output = command(&program(name), args, env, out_dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{name} failed: {:?}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Run { output, out_dir }
+}
+
+pub fn report_json(paths: &[&Path]) -> Value {
+    let out = Command::new(gpuspy())
+        .arg("report")
+        .arg("--json")
+        .args(paths)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("report --json prints one JSON object")
+}
+
+/// The row of `api` (a base name) in a report, or panics listing what is there.
+pub fn api<'a>(report: &'a Value, name: &str) -> &'a Value {
+    let apis = report["apis"].as_array().unwrap();
+    apis.iter().find(|a| a["api"] == name).unwrap_or_else(|| {
+        let names: Vec<_> = apis.iter().map(|a| a["api"].to_string()).collect();
+        panic!("no {name} in report; apis: {}", names.join(", "))
+    })
+}
+
+pub fn count(report: &Value, name: &str) -> u64 {
+    api(report, name)["count"].as_u64().unwrap()
+}
+
+/// Exact variant counts of one API, as `[(symbol, count)]`.
+pub fn symbols(report: &Value, name: &str) -> Vec<(String, u64)> {
+    api(report, name)["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["symbol"].as_str().unwrap().to_string(),
+                s["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+pub fn sync(report: &Value, cause: &str) -> Option<u64> {
+    report["syncs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["cause"] == cause)
+        .map(|s| s["count"].as_u64().unwrap())
+}
+
+/// `(calls, bytes)` of copies in one direction from one kind of host memory.
+pub fn copies(report: &Value, direction: &str, host: &str) -> (u64, u64) {
+    report["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["direction"] == direction && c["host"] == host)
+        .map(|c| (c["count"].as_u64().unwrap(), c["bytes"].as_u64().unwrap()))
+        .unwrap_or((0, 0))
+}

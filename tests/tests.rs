@@ -1,0 +1,13 @@
+//! Integration tests: real programs under libgpuspy.so against the fake libcuda.so.1 in
+//! tools/fakecuda, asserting exact counts from `gpuspy report --json`.
+
+mod support;
+
+/// The CLI on bad input, `gpuspy run`, and checked-in dumps.
+mod cli;
+/// One program per door, each asserting exact per-API counts.
+mod doors;
+/// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
+mod lifecycle;
+/// Copies, implicit syncs, errors and latency buckets.
+mod recording;
