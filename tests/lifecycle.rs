@@ -80,7 +80,7 @@ fn dumps_are_not_world_writable_and_carry_the_header() {
         "{rank_env:?}"
     );
     assert!(dump["stop_unix_ns"].as_u64() >= dump["start_unix_ns"].as_u64());
-    assert_eq!(dump["histogram"]["buckets"], 592);
+    assert_eq!(dump["histogram"]["buckets"], 976);
 }
 
 #[test]

@@ -16,16 +16,34 @@ pub fn source() -> &'static str {
     }
 }
 
-/// A raw timestamp in ticks of the chosen source.
-#[inline(always)]
-pub fn ticks() -> u64 {
-    #[cfg(target_arch = "x86_64")]
+/// The time source, read once per call by the recorder (it travels in the call's span, so
+/// the second timestamp needs no second load).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Monotonic = 1,
+    Tsc = 2,
+}
+
+pub fn chosen() -> Source {
     if USE_TSC.load(Relaxed) {
-        // SAFETY: rdtsc has no preconditions; USE_TSC is only set when the CPU reports an
-        // invariant TSC.
-        return unsafe { core::arch::x86_64::_rdtsc() };
+        Source::Tsc
+    } else {
+        Source::Monotonic
     }
-    monotonic_ns()
+}
+
+impl Source {
+    /// A raw timestamp in ticks of this source.
+    #[inline(always)]
+    pub fn ticks(self) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if self == Source::Tsc {
+            // SAFETY: rdtsc has no preconditions; Tsc is only chosen when the CPU reports an
+            // invariant TSC.
+            return unsafe { core::arch::x86_64::_rdtsc() };
+        }
+        monotonic_ns()
+    }
 }
 
 /// Converts a tick difference to nanoseconds.

@@ -19,9 +19,9 @@
 
 use crate::effect::Effect;
 use crate::hooks::{wrapper_address, CUresult, Hook, ALL_HOOKS, HOOK_COUNT, HOOK_NAMES};
-use crate::record::intercept;
+use crate::record;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 
 type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 
@@ -102,10 +102,10 @@ pub unsafe extern "C" fn cuGetProcAddress(
     };
     // SAFETY: libcuda's cuGetProcAddress has exactly this signature.
     let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
+    let span = record::begin(Hook::cuGetProcAddress);
     // SAFETY: forwarding the caller's arguments.
-    let result = intercept(Hook::cuGetProcAddress, Effect::None, || unsafe {
-        real(symbol, pfn, version, flags)
-    });
+    let result = unsafe { real(symbol, pfn, version, flags) };
+    record::end(span, Hook::cuGetProcAddress, Effect::None, result);
     // SAFETY: pfn is the caller's out-pointer, written by the driver on success.
     unsafe { swap_resolved(result, pfn, symbol) };
     result
@@ -130,10 +130,10 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     };
     // SAFETY: libcuda's cuGetProcAddress_v2 has exactly this signature.
     let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
+    let span = record::begin(Hook::cuGetProcAddress_v2);
     // SAFETY: forwarding the caller's arguments.
-    let result = intercept(Hook::cuGetProcAddress_v2, Effect::None, || unsafe {
-        real(symbol, pfn, version, flags, status)
-    });
+    let result = unsafe { real(symbol, pfn, version, flags, status) };
+    record::end(span, Hook::cuGetProcAddress_v2, Effect::None, result);
     // SAFETY: as in cuGetProcAddress.
     unsafe { swap_resolved(result, pfn, symbol) };
     result
@@ -173,27 +173,25 @@ fn swap_for_wrapper(found: *mut c_void, symbol: *const c_char) -> *mut c_void {
     found
 }
 
-const UNRESOLVED: u8 = 0;
-const RESOLVED: u8 = 1;
-const MISSING: u8 = 2;
+/// libcuda's export of each hooked name: null until resolved, `MISSING` where this driver
+/// has no such export, else the function. One load on the hot path.
+const MISSING: *mut c_void = std::ptr::dangling_mut(); // address 1
 
 #[allow(clippy::declare_interior_mutable_const)]
-const NO_FN: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-#[allow(clippy::declare_interior_mutable_const)]
-const UNSEEN: AtomicU8 = AtomicU8::new(UNRESOLVED);
-static REAL: [AtomicPtr<c_void>; HOOK_COUNT] = [NO_FN; HOOK_COUNT];
-static REAL_STATE: [AtomicU8; HOOK_COUNT] = [UNSEEN; HOOK_COUNT];
+const UNRESOLVED: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static REAL: [AtomicPtr<c_void>; HOOK_COUNT] = [UNRESOLVED; HOOK_COUNT];
 
 /// libcuda's export of exactly `hook`'s name, or None if this driver lacks it.
 #[inline(always)]
 pub fn real_fn(hook: Hook) -> Option<*mut c_void> {
-    let i = hook as usize;
     // SAFETY: hook ids are < HOOK_COUNT.
-    match unsafe { REAL_STATE.get_unchecked(i) }.load(Acquire) {
-        // SAFETY: as above.
-        RESOLVED => Some(unsafe { REAL.get_unchecked(i) }.load(Relaxed)),
-        MISSING => None,
-        _ => resolve(hook),
+    let f = unsafe { REAL.get_unchecked(hook as usize) }.load(Acquire);
+    if (f as usize) > (MISSING as usize) {
+        Some(f)
+    } else if f.is_null() {
+        resolve(hook)
+    } else {
+        None
     }
 }
 
@@ -216,13 +214,18 @@ fn resolve(hook: Hook) -> Option<*mut c_void> {
     if found.is_null() || is_own_address(found) {
         // A driver not loaded yet may appear later: only remember "missing" once it is.
         if !handle.is_null() {
-            REAL_STATE[i].store(MISSING, Release);
+            REAL[i].store(MISSING, Release);
         }
         return None;
     }
-    REAL[i].store(found, Relaxed);
-    REAL_STATE[i].store(RESOLVED, Release);
+    REAL[i].store(found, Release);
     Some(found)
+}
+
+/// Tests stand in for libcuda by handing the wrappers their "real" functions.
+#[cfg(test)]
+pub fn inject_real(hook: Hook, f: *mut c_void) {
+    REAL[hook as usize].store(f, Release);
 }
 
 static DRIVER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());

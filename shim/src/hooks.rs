@@ -74,8 +74,11 @@ macro_rules! hooks {
                     // signature is the one this line of the hook list declares.
                     let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
                     let effect: Effect = $effect;
+                    let span = crate::record::begin(Hook::$name);
                     // SAFETY: forwarding the caller's own arguments to the real function.
-                    crate::record::intercept(Hook::$name, effect, || unsafe { real($($arg),*) })
+                    let result = unsafe { real($($arg),*) };
+                    crate::record::end(span, Hook::$name, effect, result);
+                    result
                 }
             )*
         }

@@ -32,4 +32,8 @@ mod hooks;
 mod hostmem;
 mod lifecycle;
 mod record;
+mod tls;
 mod unwrapped;
+
+#[cfg(test)]
+mod no_alloc_tests;

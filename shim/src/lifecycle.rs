@@ -53,8 +53,9 @@ const READY: u8 = 2;
 const OFF: u8 = 3;
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 
-/// Set by the first call of a process generation; cleared in a fork child.
-static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// 0 until the first call of a process generation (cleared in a fork child), then the
+/// clock source: one load on the hot path says both "record" and "which clock".
+static ACTIVE: AtomicU8 = AtomicU8::new(0);
 /// The pid whose data the arena holds: a vfork child shares our memory but not our pid.
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 static START_UNIX_NS: AtomicU64 = AtomicU64::new(0);
@@ -62,10 +63,18 @@ static START_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 /// is known not to exist in the child.
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 
-/// Whether wrappers should record. One relaxed load on the hot path.
+/// Whether wrappers should record, and with which clock. One relaxed load on the hot path.
 #[inline(always)]
-pub fn recording() -> bool {
-    ACTIVE.load(Relaxed) || activate()
+pub fn recording() -> Option<clock::Source> {
+    match ACTIVE.load(Relaxed) {
+        1 => Some(clock::Source::Monotonic),
+        2 => Some(clock::Source::Tsc),
+        _ => activate().then(clock::chosen),
+    }
+}
+
+fn active() -> bool {
+    ACTIVE.load(Acquire) != 0
 }
 
 #[cold]
@@ -93,7 +102,7 @@ fn activate() -> bool {
         dump::capture_process_info();
         start_flusher();
     }
-    ACTIVE.store(true, Release);
+    ACTIVE.store(clock::chosen() as u8, Release);
     true
 }
 
@@ -110,7 +119,7 @@ fn init_process() -> bool {
 }
 
 extern "C" fn on_fork_child() {
-    ACTIVE.store(false, Relaxed);
+    ACTIVE.store(0, Relaxed);
     OWNER_PID.store(0, Relaxed);
     GENERATION.fetch_add(1, Relaxed);
     FINAL_WRITTEN.store(false, Relaxed);
@@ -147,7 +156,7 @@ static FINAL_WRITTEN: AtomicBool = AtomicBool::new(false);
 fn write(complete: bool) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    if !ACTIVE.load(Acquire) || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
+    if !active() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
         return;
     }
     // The exit path waits for a periodic write in progress (bounded); the flusher gives way.

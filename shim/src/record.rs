@@ -12,8 +12,8 @@ use crate::clock;
 use crate::effect::Effect;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
 use crate::lifecycle;
+use crate::tls::{self, Local};
 use gpuspy_format::{hist, Direction, HostKind, SyncCause};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 pub const MAX_THREADS: usize = 256;
@@ -86,7 +86,9 @@ pub fn reset_arena() {
         e.key.store(0, Relaxed);
         e.count.store(0, Relaxed);
     });
-    LOCAL.with(|l| l.slot.set(std::ptr::null()));
+    if let Some(local) = tls::local() {
+        local.slot.set(std::ptr::null());
+    }
 }
 
 /// The blocks in use, for the dump.
@@ -105,18 +107,6 @@ pub fn threads_seen() -> u32 {
     NEXT_SLOT.load(Relaxed) as u32
 }
 
-struct Local {
-    slot: Cell<*const ThreadStats>,
-    depth: Cell<u32>,
-}
-
-thread_local! {
-    // const-initialised and Drop-free: no lazy-init check, no TLS destructor.
-    static LOCAL: Local = const {
-        Local { slot: Cell::new(std::ptr::null()), depth: Cell::new(0) }
-    };
-}
-
 #[cold]
 #[inline(never)]
 fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
@@ -131,48 +121,76 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
     Some(block)
 }
 
-/// Runs `call` (the real driver function) and records it. The hot path: one TLS lookup,
-/// two timestamps, the call, a bucket index and three relaxed atomic adds.
+/// One intercepted call in flight. `block` is null when the call is not recorded
+/// (recording off, TLS gone, or a nested call, which `begin` has already counted).
+pub struct Span {
+    block: *const ThreadStats,
+    local: *const Local,
+    source: clock::Source,
+    start: u64,
+}
+
+/// The hot path, before the real call: one TLS lookup, the depth guard, one timestamp.
+/// Wrappers call `begin`, then the real function exactly once, then `end`, so the
+/// caller's arguments go straight to the driver without being copied into a closure.
 #[inline(always)]
-pub fn intercept(hook: Hook, effect: Effect, call: impl FnOnce() -> CUresult) -> CUresult {
-    if !lifecycle::recording() {
-        return call();
-    }
-    // Thread teardown (TLS gone): just forward.
-    let Ok(local) = LOCAL.try_with(|l| l as *const Local) else {
-        return call();
+pub fn begin(hook: Hook) -> Span {
+    const SKIP: Span = Span {
+        block: std::ptr::null(),
+        local: std::ptr::null(),
+        source: clock::Source::Monotonic,
+        start: 0,
     };
-    // SAFETY: a pointer to this thread's own TLS block, used on this thread only while the
-    // thread runs.
-    let local = unsafe { &*local };
-    let depth = local.depth.get();
-    let block = match unsafe { local.slot.get().as_ref() } {
+    let Some(source) = lifecycle::recording() else {
+        return SKIP;
+    };
+    // Thread teardown (TLS gone): just forward.
+    let Some(l) = tls::local() else {
+        return SKIP;
+    };
+    // SAFETY: slot pointers come from claim_slot and point into the never-unmapped arena.
+    let block = match unsafe { l.slot.get().as_ref() } {
         Some(block) => block,
-        None => match claim_slot(local) {
+        None => match claim_slot(l) {
             Some(block) => block,
-            None => return call(),
+            None => return SKIP,
         },
     };
+    if l.depth.get() > 0 {
+        // The driver calling its own exports: forwarded and counted, not timed.
+        // SAFETY: Hook ids are < HOOK_COUNT by construction.
+        unsafe { block.apis.get_unchecked(hook as usize) }
+            .nested
+            .fetch_add(1, Relaxed);
+        return SKIP;
+    }
+    l.depth.set(1);
+    Span {
+        block,
+        local: l,
+        source,
+        start: source.ticks(),
+    }
+}
+
+/// The hot path, after the real call: the second timestamp, the histogram, the effect.
+#[inline(always)]
+pub fn end(span: Span, hook: Hook, effect: Effect, result: CUresult) {
+    // SAFETY: a non-null block comes from begin, on this thread.
+    let Some(block) = (unsafe { span.block.as_ref() }) else {
+        return;
+    };
+    let ns = clock::ticks_to_ns(span.source.ticks().saturating_sub(span.start));
+    // SAFETY: begin set local alongside block.
+    unsafe { &*span.local }.depth.set(0);
     // SAFETY: Hook ids are < HOOK_COUNT by construction.
     let cell = unsafe { block.apis.get_unchecked(hook as usize) };
-    if depth > 0 {
-        // The driver calling its own exports: forwarded and counted, not timed.
-        cell.nested.fetch_add(1, Relaxed);
-        return call();
-    }
-    local.depth.set(1);
-    let start = clock::ticks();
-    let result = call();
-    let ns = clock::ticks_to_ns(clock::ticks().saturating_sub(start));
-    local.depth.set(0);
-
     cell.series.add(ns);
     if result == 0 {
         apply(block, cell, &effect, ns);
     } else {
         record_error(hook, result);
     }
-    result
 }
 
 #[inline(always)]

@@ -3,24 +3,23 @@
 //!
 //! Values are nanoseconds. Values below 32 get a bucket each; above that every power of two
 //! `[2^e, 2^(e+1))` is split into 16 equal buckets, so a bucket is at most 1/16 (6.25 %) of
-//! its lower bound wide. Values of 2^40 ns (about 18 minutes) and above land in the last
-//! bucket. The index is computed from `leading_zeros` in a handful of instructions, which is
-//! why the shim uses this layout rather than the hdrhistogram crate on its hot path.
+//! its lower bound wide. The buckets cover every u64, so recording needs no clamp: the
+//! index is computed from `leading_zeros` in a handful of instructions, which is why the
+//! shim uses this layout rather than the hdrhistogram crate on its hot path.
 
 use serde::{Deserialize, Serialize};
 
 /// log2 of the number of sub-buckets per power of two.
 pub const SUB_BUCKET_BITS: u32 = 4;
 const SUB_BUCKETS: u64 = 1 << SUB_BUCKET_BITS;
-/// Values are clamped below 2^MAX_EXPONENT ns.
-pub const MAX_EXPONENT: u32 = 40;
+/// Buckets cover `[0, 2^MAX_EXPONENT)` ns: all of u64.
+pub const MAX_EXPONENT: u32 = 64;
 /// Number of buckets: exponents SUB_BUCKET_BITS..MAX_EXPONENT plus the linear range below.
 pub const BUCKETS: usize = ((MAX_EXPONENT - SUB_BUCKET_BITS + 1) as usize) << SUB_BUCKET_BITS;
 
 /// The bucket that holds `ns`.
 #[inline(always)]
-pub fn bucket_index(ns: u64) -> usize {
-    let v = ns.min((1 << MAX_EXPONENT) - 1);
+pub fn bucket_index(v: u64) -> usize {
     if v < SUB_BUCKETS {
         return v as usize;
     }
@@ -39,7 +38,8 @@ pub fn bucket_bounds(index: usize) -> (u64, u64) {
     let sub = index & (SUB_BUCKETS - 1);
     let width = 1u64 << (exp - SUB_BUCKET_BITS);
     let low = (SUB_BUCKETS + sub) * width;
-    (low, low + width)
+    // The last bucket's end, 2^64, saturates to u64::MAX.
+    (low, low.saturating_add(width))
 }
 
 /// The layout a dump was written with; readers refuse any other.
@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn every_value_lies_inside_its_bucket() {
         let mut v = 1u64;
-        while v < 1 << MAX_EXPONENT {
+        while v < 1 << 62 {
             for probe in [v - 1, v, v + 1, v + v / 3] {
                 let (low, high) = bucket_bounds(bucket_index(probe));
                 assert!(
@@ -182,7 +182,7 @@ mod tests {
             assert_eq!(bucket_index(high - 1), i);
             expected_low = high;
         }
-        assert_eq!(expected_low, 1 << MAX_EXPONENT);
+        assert_eq!(expected_low, u64::MAX);
         assert_eq!(bucket_index(u64::MAX), BUCKETS - 1);
     }
 

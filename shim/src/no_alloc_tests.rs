@@ -1,0 +1,115 @@
+//! The hot path never allocates: 8 threads x 10k wrapped calls of each kind (launch, sync,
+//! pageable and pinned copies, a failing call) under a counting global allocator.
+
+use crate::doors::inject_real;
+use crate::hooks::{exports, CUresult, Hook};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+struct CountingAlloc;
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+// SAFETY: forwards to the system allocator; the counter has no effect on allocation.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.try_with(Cell::get).unwrap_or(false) {
+            ALLOCATIONS.fetch_add(1, Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+extern "C" fn ok_launch(
+    _: *mut c_void,
+    _: u32,
+    _: u32,
+    _: u32,
+    _: u32,
+    _: u32,
+    _: u32,
+    _: u32,
+    _: *mut c_void,
+    _: *mut c_void,
+    _: *mut c_void,
+) -> CUresult {
+    0
+}
+extern "C" fn ok_sync(_: *mut c_void) -> CUresult {
+    0
+}
+extern "C" fn not_ready(_: *mut c_void) -> CUresult {
+    600
+}
+extern "C" fn ok_copy(_: u64, _: *mut c_void, _: usize, _: *mut c_void) -> CUresult {
+    0
+}
+extern "C" fn pin(p: *mut *mut c_void, _: usize, _: u32) -> CUresult {
+    // SAFETY: the test passes a valid out-pointer.
+    unsafe { *p = 0x5000_0000 as *mut c_void };
+    0
+}
+
+#[test]
+fn hot_path_does_not_allocate() {
+    let out = std::env::temp_dir().join(format!("gpuspy-noalloc-{}", std::process::id()));
+    std::env::set_var("GPUSPY_OUT", &out);
+    std::env::set_var("GPUSPY_FLUSH_S", "0");
+    inject_real(Hook::cuLaunchKernel, ok_launch as *mut c_void);
+    inject_real(Hook::cuStreamSynchronize, ok_sync as *mut c_void);
+    inject_real(Hook::cuStreamQuery, not_ready as *mut c_void);
+    inject_real(Hook::cuMemcpyHtoDAsync_v2, ok_copy as *mut c_void);
+    inject_real(Hook::cuMemHostAlloc, pin as *mut c_void);
+    let mut pinned = std::ptr::null_mut();
+    // SAFETY: the injected functions ignore their arguments but the out-pointer.
+    unsafe { exports::cuMemHostAlloc(&mut pinned, 1 << 20, 0) };
+    let pinned = pinned as usize;
+
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let pageable = [0u8; 64];
+                COUNTING.with(|c| c.set(true));
+                for _ in 0..10_000 {
+                    // SAFETY: as above.
+                    unsafe {
+                        let null = std::ptr::null_mut();
+                        exports::cuLaunchKernel(null, 1, 1, 1, 1, 1, 1, 0, null, null, null);
+                        exports::cuStreamSynchronize(null);
+                        exports::cuStreamQuery(null);
+                        exports::cuMemcpyHtoDAsync_v2(
+                            1,
+                            pageable.as_ptr() as *mut c_void,
+                            64,
+                            null,
+                        );
+                        exports::cuMemcpyHtoDAsync_v2(1, pinned as *mut c_void, 64, null);
+                    }
+                }
+                COUNTING.with(|c| c.set(false));
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(ALLOCATIONS.load(Relaxed), 0, "allocations on the hot path");
+
+    // The calls were recorded, not skipped.
+    let dump = crate::dump::snapshot(0, false);
+    let calls = |name: &str| dump.apis.iter().find(|a| a.symbol == name).map(|a| a.calls);
+    assert_eq!(calls("cuLaunchKernel"), Some(80_000));
+    assert_eq!(calls("cuStreamQuery"), Some(80_000));
+    assert_eq!(calls("cuMemcpyHtoDAsync_v2"), Some(160_000));
+    let _ = std::fs::remove_dir_all(out);
+}
