@@ -179,6 +179,7 @@ pub fn snapshot(start_unix_ns: u64, complete: bool) -> Dump {
         clock: clock::source().into(),
         histogram: hist::Layout::current(),
         threads: record::threads_seen(),
+        unrecorded_calls: record::unrecorded_calls(),
         driver_ns,
         apis,
         syncs,

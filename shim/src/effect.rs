@@ -256,16 +256,20 @@ pub fn copy3d_peer(p: *mut c_void, mode: Mode) -> Effect {
     }
 }
 
+/// The total of a batch call's `sizes` array.
+pub fn sum_sizes(sizes: *const usize, count: usize) -> u64 {
+    if sizes.is_null() {
+        return 0;
+    }
+    // SAFETY: the driver API requires `sizes` to hold `count` entries.
+    unsafe { std::slice::from_raw_parts(sizes, count) }
+        .iter()
+        .fold(0u64, |sum, &n| sum.saturating_add(n as u64))
+}
+
 /// A batch of unified-addressing copies: the byte total, direction unknown.
 pub fn batch(sizes: *const usize, count: usize) -> Effect {
-    let bytes = if sizes.is_null() {
-        0
-    } else {
-        // SAFETY: the driver API requires `sizes` to hold `count` entries.
-        unsafe { std::slice::from_raw_parts(sizes, count) }
-            .iter()
-            .fold(0u64, |sum, &n| sum.saturating_add(n as u64))
-    };
+    let bytes = sum_sizes(sizes, count);
     Effect::Copy {
         dir: Direction::Unknown,
         host: HostKind::None,

@@ -10,7 +10,7 @@
 
 use crate::effect::{
     batch, copy, copy2d, copy3d, copy3d_peer, copy_unified, managed_alloc, pinned_alloc,
-    pinned_register, release, Effect, Mode::Async, Mode::Blocking,
+    pinned_register, release, sum_sizes, Effect, Mode::Async, Mode::Blocking,
 };
 use gpuspy_format::Direction::{DtoD, DtoH, HtoD, Peer};
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -293,6 +293,8 @@ generated {
     cuMemPrefetchAsync_ptsz(ptr: Dptr, n: Size, dev: c_int, stream: Ptr) => Effect::Bytes(n as u64);
     cuMemPrefetchAsync_v2(ptr: Dptr, n: Size, loc: MemLocation, flags: c_uint, stream: Ptr) => Effect::Bytes(n as u64);
     cuMemPrefetchAsync_v2_ptsz(ptr: Dptr, n: Size, loc: MemLocation, flags: c_uint, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemPrefetchBatchAsync(ptrs: Ptr, sizes: *const Size, count: Size, locs: Ptr, idxs: Ptr, nlocs: Size, flags: u64, stream: Ptr) => Effect::Bytes(sum_sizes(sizes, count));
+    cuMemPrefetchBatchAsync_ptsz(ptrs: Ptr, sizes: *const Size, count: Size, locs: Ptr, idxs: Ptr, nlocs: Size, flags: u64, stream: Ptr) => Effect::Bytes(sum_sizes(sizes, count));
     cuMemAdvise(ptr: Dptr, n: Size, advice: c_int, dev: c_int) => Effect::None;
     cuMemAdvise_v2(ptr: Dptr, n: Size, advice: c_int, loc: MemLocation) => Effect::None;
 }

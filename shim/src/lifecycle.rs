@@ -89,7 +89,21 @@ fn activate() -> bool {
             }
         }
         Err(READY) => {}
-        // Another thread is initialising (pass through rather than wait) or recording is off.
+        Err(INITIALISING) => {
+            // Another thread is initialising (about 2 ms, for the clock). Wait for it so
+            // that a burst of threads at start-up is recorded, but never for long: past the
+            // bound, pass through rather than risk waiting on a thread that waits on us.
+            let deadline = clock::monotonic_ns() + 100_000_000;
+            while STATE.load(Acquire) == INITIALISING {
+                if clock::monotonic_ns() > deadline {
+                    return false;
+                }
+                std::thread::yield_now();
+            }
+            if STATE.load(Acquire) != READY {
+                return false;
+            }
+        }
         Err(_) => return false,
     }
     // SAFETY: getpid has no preconditions.

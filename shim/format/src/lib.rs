@@ -30,8 +30,10 @@ pub struct Dump {
     /// Time source of every latency: `"tsc"` (invariant TSC, calibrated) or `"monotonic"`.
     pub clock: String,
     pub histogram: hist::Layout,
-    /// Threads that made at least one intercepted call.
+    /// Threads that made at least one intercepted call (at most 1024 are recorded).
     pub threads: u32,
+    /// Calls from threads past the 1024th, forwarded but not recorded.
+    pub unrecorded_calls: u64,
     /// Sum of the time spent inside outermost intercepted driver calls, all threads.
     pub driver_ns: u64,
     pub apis: Vec<ApiRecord>,

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The foundation's checks on a real GPU. Run on the GPU machine from the repository root,
+# with the release build of gpuspy and libgpuspy.so in $BIN (default .dev/bin):
+#   bash bench/gpu/run.sh OUTDIR
+# 1. Driver facts and the coverage of the hook list against the driver's real exports.
+# 2. Each workload (PyTorch elementwise, .item(), pageable and pinned copies, bf16 matmul,
+#    CuPy, Triton, JAX) with and without the shim: identical result lines, exit 0.
+# 3. Launch counts against torch.profiler: two runs of the profiled elementwise loop
+#    (1,000 and 21,000 iterations); the difference in cuLaunchKernel+cuLaunchKernelEx must
+#    equal the difference in CUDA kernel events.
+# 4. Overhead: bench/overhead.c paired in one process (A/A without the shim, then with),
+#    and the PyTorch elementwise loop timed in alternating processes, pinned to one core.
+set -uo pipefail
+out=${1:?usage: run.sh OUTDIR}
+bin=$(realpath "${BIN:-.dev/bin}")
+shim="$bin/libgpuspy.so"
+mkdir -p "$out/dumps"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 GPUSPY_FLUSH_S=0
+py=python3
+core=${CORE:-3}
+
+echo "== date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader
+$py -c 'import torch, cupy, triton, jax, platform; print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda, "cupy", cupy.__version__, "triton", triton.__version__, "jax", jax.__version__)'
+ldd --version | head -n 1
+libcuda=$($py -c 'import ctypes, ctypes.util; print(ctypes.util.find_library("cuda") or "")')
+libcuda_path=$(ldconfig -p | awk '/libcuda.so.1 / {print $NF; exit}')
+echo "libcuda: ${libcuda_path:-$libcuda}"
+
+echo "== 1. hook coverage against the driver's exports"
+$py - "$libcuda_path" <<'PY' | tee "$out/coverage.txt"
+import re, subprocess, sys
+exports = set()
+try:
+    text = subprocess.run(["nm", "-D", "--defined-only", sys.argv[1]], capture_output=True, text=True).stdout
+    exports = {l.split()[-1] for l in text.splitlines() if re.search(r" T cu[A-Z]", l)}
+except FileNotFoundError:
+    pass
+if not exports:  # no binutils: read the dynamic symbol table with ctypes probing instead
+    import ctypes
+    lib = ctypes.CDLL(sys.argv[1])
+    names = open("shim/src/hooks.rs").read()
+    exports = {n for n in re.findall(r"^\s+(cu\w+)\(", names, re.M) if hasattr(lib, n)}
+    print("(nm missing: probed only the hook list)")
+hooks = set(re.findall(r"^\s+(cu\w+)\(", open("shim/src/hooks.rs").read(), re.M)) | {"cuGetProcAddress", "cuGetProcAddress_v2"}
+print(f"driver exports {len(exports)} cu* functions; gpuspy wraps {len(hooks)} names")
+print("wrapped and exported:", len(hooks & exports))
+print("wrapped but not exported by this driver:", " ".join(sorted(hooks - exports)) or "none")
+fams = ("cuLaunch", "cuMemcpy", "cuMemset", "cuMemAlloc", "cuMemFree", "cuMemHost", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemPrefetch", "cuMemAdvise", "cuGraphLaunch", "cuStreamBeginCapture", "cuStreamEndCapture")
+missing = sorted(e for e in exports - hooks if e.startswith(fams))
+print("exported in wrapped families but not wrapped:", " ".join(missing) or "none")
+PY
+
+run_pair() { # run_pair MODE [N]: without, then with the shim; compare result lines
+    local mode=$1; shift
+    local plain shimmed
+    plain=$($py bench/gpu/workloads.py "$mode" "$@" 2>&1); local rc1=$?
+    shimmed=$(GPUSPY_OUT="$out/dumps/$mode" LD_PRELOAD="$shim" $py bench/gpu/workloads.py "$mode" "$@" 2>&1); local rc2=$?
+    local r1 r2
+    r1=$(grep '^result' <<<"$plain"); r2=$(grep '^result' <<<"$shimmed")
+    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$r1" ] && [ "$r1" = "$r2" ]; then
+        echo "SAME  $mode: $r1 (exit $rc1/$rc2)"
+    else
+        echo "DIFF  $mode: without [$r1] exit $rc1 | with [$r2] exit $rc2"
+        tail -n 5 <<<"$shimmed"
+    fi
+    "$bin/gpuspy" report --json "$out/dumps/$mode" > "$out/dumps/$mode.report.json" 2>&1
+    $py - "$out/dumps/$mode.report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+top = ", ".join(f"{a['api']} {a['count']}" for a in sorted(r["apis"], key=lambda a: -a["count"])[:6])
+print(f"      calls: {top}")
+syncs = ", ".join(f"{s['cause']} {s['count']}" for s in r["syncs"])
+copies = ", ".join(f"{c['direction']}/{c['host']} {c['count']}x {c['bytes']}B" for c in r["copies"])
+print(f"      syncs: {syncs or '-'}; copies: {copies or '-'}; unwrapped lookups: {len(r['unwrapped_symbols'])}")
+PY
+}
+
+echo "== 2. workloads with and without the shim"
+for mode in torch-elementwise torch-item torch-pageable torch-pinned torch-matmul cupy triton jax; do
+    run_pair "$mode"
+done
+"$bin/gpuspy" report "$out/dumps/torch-item" > "$out/torch-item.report.txt" 2>&1
+
+echo "== 3. launches against torch.profiler kernel events"
+for n in 1000 21000; do
+    GPUSPY_OUT="$out/dumps/profiled-$n" LD_PRELOAD="$shim" $py bench/gpu/workloads.py torch-profiled $n > "$out/profiled-$n.txt" 2>&1
+    "$bin/gpuspy" report --json "$out/dumps/profiled-$n" > "$out/dumps/profiled-$n.report.json"
+done
+$py - "$out" <<'PY'
+import json, re, sys
+out = sys.argv[1]
+def launches(n):
+    r = json.load(open(f"{out}/dumps/profiled-{n}.report.json"))
+    return sum(a["count"] for a in r["apis"] if a["api"] in ("cuLaunchKernel", "cuLaunchKernelEx"))
+def kernels(n):
+    return int(re.search(r"profiler-kernels (\d+)", open(f"{out}/profiled-{n}.txt").read()).group(1))
+dl, dk = launches(21000) - launches(1000), kernels(21000) - kernels(1000)
+print(f"21000 iterations: launches {launches(21000)} (whole process), profiler kernels {kernels(21000)} (profiled loop)")
+print(f"1000 iterations:  launches {launches(1000)}, profiler kernels {kernels(1000)}")
+print(f"difference: launches {dl}, profiler kernels {dk} -> {'EQUAL' if dl == dk else 'NOT EQUAL'}")
+PY
+
+echo "== 4a. paired in-process cost per cuLaunchKernel (empty kernel), 5 runs each"
+cc -O2 -o "$out/overhead" bench/overhead.c -ldl
+for i in 1 2 3 4 5; do
+    taskset -c "$core" "$out/overhead" paired 400 | tail -n 1 | sed 's/^/  A\/A  /'
+    GPUSPY_OUT="$out/dumps/overhead" LD_PRELOAD="$shim" taskset -c "$core" "$out/overhead" paired 400 | sed 's/^/  shim /'
+done
+
+echo "== 4b. PyTorch elementwise loop, ns per iteration, alternating processes on core $core"
+for i in 1 2 3 4 5 6 7; do
+    a=$(taskset -c "$core" $py bench/gpu/workloads.py torch-timed | awk '/timed/ {print $3}')
+    b=$(GPUSPY_OUT="$out/dumps/timed" LD_PRELOAD="$shim" taskset -c "$core" $py bench/gpu/workloads.py torch-timed | awk '/timed/ {print $3}')
+    echo "  pair $i: without $a with $b"
+done | tee "$out/timed.txt"
+$py - "$out/timed.txt" <<'PY'
+import re, statistics, sys
+pairs = [tuple(map(float, re.findall(r"(?:without|with) ([\d.]+)", l))) for l in open(sys.argv[1])]
+a = statistics.median(p[0] for p in pairs); b = statistics.median(p[1] for p in pairs)
+d = statistics.median(p[1] - p[0] for p in pairs)
+print(f"median without {a:.1f} ns/iter, with {b:.1f} ns/iter; median paired difference {d:+.1f} ns ({d / a * 100:+.2f}%)")
+PY
+tar -C "$out" -czf "$out/dumps.tar.gz" dumps && rm -rf "$out/dumps" "$out/overhead"
