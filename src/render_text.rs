@@ -178,11 +178,15 @@ pub fn render(p: &Profile, per_process: bool) -> String {
         );
     }
     if !p.unwrapped.is_empty() {
+        // Runtimes look up the whole driver table at start; the names are in --json.
+        const SHOWN: usize = 8;
+        let more = p.unwrapped.len().saturating_sub(SHOWN);
         let _ = writeln!(
             out,
-            "\n{} driver entry points were looked up but are not wrapped (calls to them are not counted): {}",
+            "\n{} driver entry points were looked up but are not wrapped (calls to them are not counted): {}{}",
             p.unwrapped.len(),
-            p.unwrapped.join(", ")
+            p.unwrapped[..p.unwrapped.len().min(SHOWN)].join(", "),
+            if more > 0 { format!(", ... ({more} more in --json)") } else { String::new() },
         );
     }
     out

@@ -102,3 +102,29 @@ fn merged_report_over_a_directory_sums_processes() {
     assert_eq!(count(&r, "cuLaunchKernel"), 150);
     assert_eq!(r["processes"].as_array().unwrap().len(), 2);
 }
+
+/// A dump recorded on an H200 (bench/results/gpu-2026-11-29-run2): 200 pageable
+/// `h.to('cuda')` copies of 4 MiB in PyTorch 2.11.
+#[test]
+fn report_on_a_dump_recorded_on_the_h200() {
+    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/h200-torch-pageable.json");
+    let r = report_json(&[&dump]);
+    assert_eq!(count(&r, "cuMemcpyHtoDAsync"), 200);
+    assert_eq!(
+        symbols(&r, "cuMemcpyHtoDAsync"),
+        vec![("cuMemcpyHtoDAsync_v2".to_string(), 200)]
+    );
+    assert_eq!(copies(&r, "HtoD", "pageable"), (200, 200 * 4 * 1024 * 1024));
+    assert_eq!(sync(&r, "pageable-async-copy"), Some(200));
+    assert_eq!(count(&r, "cuGetProcAddress"), 440);
+    assert_eq!(r["processes"][0]["complete"], true);
+    let text = Command::new(gpuspy())
+        .arg("report")
+        .arg(&dump)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("pageable-async-copy"), "{text}");
+    assert!(text.contains("more in --json"), "{text}");
+}

@@ -114,8 +114,6 @@ generated {
     cuLinkDestroy(state: Ptr) => Effect::None;
 
     // Kernel launches.
-    cuLaunchKernel(f: Ptr, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, smem: c_uint, stream: Ptr, params: Ptr, extra: Ptr) => Effect::None;
-    cuLaunchKernel_ptsz(f: Ptr, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, smem: c_uint, stream: Ptr, params: Ptr, extra: Ptr) => Effect::None;
     cuLaunchKernelEx(config: Ptr, f: Ptr, params: Ptr, extra: Ptr) => Effect::None;
     cuLaunchKernelEx_ptsz(config: Ptr, f: Ptr, params: Ptr, extra: Ptr) => Effect::None;
     cuLaunchCooperativeKernel(f: Ptr, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, smem: c_uint, stream: Ptr, params: Ptr) => Effect::None;
@@ -301,6 +299,8 @@ generated {
 manual {
     cuGetProcAddress => crate::doors::cuGetProcAddress;
     cuGetProcAddress_v2 => crate::doors::cuGetProcAddress_v2;
+    cuLaunchKernel => crate::launch::cuLaunchKernel;
+    cuLaunchKernel_ptsz => crate::launch::cuLaunchKernel_ptsz;
 }
 }
 

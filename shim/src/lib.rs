@@ -30,6 +30,7 @@ mod dump;
 mod effect;
 mod hooks;
 mod hostmem;
+mod launch;
 mod lifecycle;
 mod record;
 mod tls;

@@ -23,3 +23,5 @@ CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags);
 CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, int dev, CUstream s);
 typedef CUresult (*GetProc5)(const char *, void **, int, unsigned long long, int *);
 typedef CUresult (*GetProc4)(const char *, void **, int, unsigned long long);
+/* Test hook of the fake driver (tools/fakecuda): the last launch's 11 arguments. */
+void fakecuda_last_launch(unsigned long long *out);

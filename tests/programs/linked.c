@@ -7,8 +7,21 @@ int main(int argc, char **argv) {
     int launches = argc > 1 ? atoi(argv[1]) : 1000;
     int syncs = argc > 2 ? atoi(argv[2]) : 10;
     if (cuInit(0)) return 1;
-    for (int i = 0; i < launches; i++)
+    for (int i = 0; i < launches - 1; i++)
         if (cuLaunchKernel(0, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0)) return 2;
+    /* The last launch carries distinct values in every argument, stack ones included, and
+     * the fake driver reports what it received. */
+    if (launches > 0) {
+        cuLaunchKernel((void *)0x1111, 2, 3, 4, 5, 6, 7, 8, (void *)0x9999, (void **)0xaaaa,
+                       (void **)0xbbbb);
+        unsigned long long got[11], want[11] = {0x1111, 2, 3, 4, 5, 6, 7, 8, 0x9999, 0xaaaa, 0xbbbb};
+        fakecuda_last_launch(got);
+        for (int i = 0; i < 11; i++)
+            if (got[i] != want[i]) {
+                fprintf(stderr, "argument %d arrived as %llx, sent %llx\n", i, got[i], want[i]);
+                return 9;
+            }
+    }
     for (int i = 0; i < syncs; i++) cuStreamSynchronize(0);
     cuCtxSynchronize();
 

@@ -158,8 +158,6 @@ plain!(
     cuLinkAddFile_v2,
     cuLinkComplete,
     cuLinkDestroy,
-    cuLaunchKernel,
-    cuLaunchKernel_ptsz,
     cuLaunchKernelEx,
     cuLaunchKernelEx_ptsz,
     cuLaunchCooperativeKernel,
@@ -293,6 +291,36 @@ allocates_device!(
 );
 
 allocates_host!(cuMemAllocHost_v2, cuMemHostAlloc);
+
+/// The arguments of the last kernel launch, for tests that check the shim forwards them.
+static LAST_LAUNCH: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
+
+macro_rules! launches {
+    ($($name:ident),*) => {
+        $(#[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "C" fn $name(
+            f: usize, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, smem: u32,
+            stream: usize, params: usize, extra: usize,
+        ) -> CUresult {
+            let args = [f as u64, gx.into(), gy.into(), gz.into(), bx.into(), by.into(), bz.into(),
+                        smem.into(), stream as u64, params as u64, extra as u64];
+            for (slot, value) in LAST_LAUNCH.iter().zip(args) {
+                slot.store(value, Relaxed);
+            }
+            enter(stringify!($name))
+        })*
+    };
+}
+launches!(cuLaunchKernel, cuLaunchKernel_ptsz);
+
+/// Test hook (not a driver API): copies the last launch's 11 arguments to `out`.
+#[no_mangle]
+pub unsafe extern "C" fn fakecuda_last_launch(out: *mut u64) {
+    for (i, slot) in LAST_LAUNCH.iter().enumerate() {
+        *out.add(i) = slot.load(Relaxed);
+    }
+}
 
 /// The legacy export takes a 32-bit device pointer and size.
 #[no_mangle]
