@@ -10,6 +10,7 @@
 #    equal the difference in CUDA kernel events.
 # 4. Overhead: bench/overhead.c paired in one process (A/A without the shim, then with),
 #    and the PyTorch elementwise loop timed in alternating processes, pinned to one core.
+# 5. examples/torch_step.py under `gpuspy run` (what tools/main.sh runs on a GPU machine).
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR}
 bin=$(realpath "${BIN:-.dev/bin}")
@@ -109,10 +110,12 @@ for i in 1 2 3 4 5; do
     GPUSPY_OUT="$out/dumps/overhead" LD_PRELOAD="$shim" taskset -c "$core" "$out/overhead" paired 400 | sed 's/^/  shim /'
 done
 
-echo "== 4b. PyTorch elementwise loop, ns per iteration, alternating processes on core $core"
-for i in 1 2 3 4 5 6 7; do
-    a=$(taskset -c "$core" $py bench/gpu/workloads.py torch-timed | awk '/timed/ {print $3}')
-    b=$(GPUSPY_OUT="$out/dumps/timed" LD_PRELOAD="$shim" taskset -c "$core" $py bench/gpu/workloads.py torch-timed | awk '/timed/ {print $3}')
+echo "== 4b. PyTorch elementwise loop, ns per iteration (best of 5 passes), 11 pairs of processes on core $core, order alternating"
+timed() { # timed [PRELOAD]: one process's best pass
+    GPUSPY_OUT="$out/dumps/timed" LD_PRELOAD="${1:-}" taskset -c "$core" $py bench/gpu/workloads.py torch-timed | awk '/timed/ {print $5}'
+}
+for i in $(seq 11); do
+    if [ $((i % 2)) = 1 ]; then a=$(timed); b=$(timed "$shim"); else b=$(timed "$shim"); a=$(timed); fi
     echo "  pair $i: without $a with $b"
 done | tee "$out/timed.txt"
 $py - "$out/timed.txt" <<'PY'
@@ -122,4 +125,8 @@ a = statistics.median(p[0] for p in pairs); b = statistics.median(p[1] for p in 
 d = statistics.median(p[1] - p[0] for p in pairs)
 print(f"median without {a:.1f} ns/iter, with {b:.1f} ns/iter; median paired difference {d:+.1f} ns ({d / a * 100:+.2f}%)")
 PY
+
+echo "== 5. examples/torch_step.py under gpuspy run"
+"$bin/gpuspy" run -o "$out/dumps/example" -- $py examples/torch_step.py > "$out/torch-step.report.txt" 2>&1
+echo "exit $?"; head -n 12 "$out/torch-step.report.txt"
 tar -C "$out" -czf "$out/dumps.tar.gz" dumps && rm -rf "$out/dumps" "$out/overhead"
