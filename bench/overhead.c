@@ -5,6 +5,10 @@
  *                            does not see) and the pointer a program gets from dlsym (the
  *                            shim's wrapper when preloaded); each call timed with
  *                            CLOCK_MONOTONIC; prints p50/p90/p99 of both and the difference.
+ *   overhead paired-cold ROUNDS
+ *                            the same, but each call follows a sweep over 1 MiB of
+ *                            memory that evicts the caches, as an interpreter does
+ *                            between two launches: the cost of the wrapper's cache misses.
  *   overhead count N [sync]  N launches (or N cuStreamQuery calls, one argument) through
  *                            the dlsym'd pointer, for callgrind.
  *
@@ -37,6 +41,14 @@ static int cmp(const void *a, const void *b) {
 }
 
 static long long pct(long long *v, int n, double q) { return v[(int)(q * (n - 1))]; }
+
+static volatile unsigned char sweep_buf[1 << 20];
+
+/* Touch every cache line of 1 MiB (read and write), evicting L1 and L2. */
+static void sweep(int on) {
+    if (!on) return;
+    for (int i = 0; i < (int)sizeof sweep_buf; i += 64) sweep_buf[i]++;
+}
 
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: overhead paired ROUNDS | count N\n"); return 2; }
@@ -71,7 +83,8 @@ int main(int argc, char **argv) {
         sync(stream);
         return 0;
     }
-    int calls = (int)n * 256;
+    int cold = strcmp(argv[1], "paired-cold") == 0;
+    int calls = (int)n * (cold ? 32 : 256);
     long long *a = malloc(sizeof *a * calls), *b = malloc(sizeof *b * calls);
     for (int w = 0; w < 2000; w++) {
         direct(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
@@ -79,28 +92,36 @@ int main(int argc, char **argv) {
         if ((w & 127) == 127) sync(stream);
     }
     for (int i = 0; i < calls; i += 2) {
-        long long t0 = now_ns();
+        long long t0, t1;
+        sweep(cold);
+        t0 = now_ns();
         direct(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
-        long long t1 = now_ns();
-        wrapped(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
-        long long t2 = now_ns();
+        t1 = now_ns();
         a[i / 2] = t1 - t0;
-        b[i / 2] = t2 - t1;
-        /* Swap the order every other pair so neither side always goes first. */
+        sweep(cold);
         t0 = now_ns();
         wrapped(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
         t1 = now_ns();
-        direct(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
-        t2 = now_ns();
+        b[i / 2] = t1 - t0;
+        /* Swap the order every other pair so neither side always goes first. */
+        sweep(cold);
+        t0 = now_ns();
+        wrapped(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
+        t1 = now_ns();
         b[calls / 2 + i / 2] = t1 - t0;
-        a[calls / 2 + i / 2] = t2 - t1;
+        sweep(cold);
+        t0 = now_ns();
+        direct(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
+        t1 = now_ns();
+        a[calls / 2 + i / 2] = t1 - t0;
         if ((i & 254) == 254) sync(stream);
     }
     qsort(a, calls, sizeof *a, cmp);
     qsort(b, calls, sizeof *b, cmp);
     printf("direct  p50 %6lld p90 %6lld p99 %6lld ns\n", pct(a, calls, .5), pct(a, calls, .9), pct(a, calls, .99));
     printf("wrapped p50 %6lld p90 %6lld p99 %6lld ns\n", pct(b, calls, .5), pct(b, calls, .9), pct(b, calls, .99));
-    printf("added   p50 %6lld p90 %6lld ns per call (%s)\n", pct(b, calls, .5) - pct(a, calls, .5),
-           pct(b, calls, .9) - pct(a, calls, .9), direct == wrapped ? "no shim: A/A" : "shim");
+    printf("added   p50 %6lld p90 %6lld ns per call (%s%s)\n", pct(b, calls, .5) - pct(a, calls, .5),
+           pct(b, calls, .9) - pct(a, calls, .9), direct == wrapped ? "no shim: A/A" : "shim",
+           cold ? ", cold caches" : "");
     return 0;
 }

@@ -45,4 +45,11 @@ for i in $(seq "$repeats"); do
 done | tee "$work/paired.txt"
 awk '/shim   added/ {print $4}' "$work/paired.txt" | sort -n | awk '{v[NR]=$1} END {
     printf "median added p50 with the shim: %d ns per call\n", v[int((NR + 1) / 2)] }'
+echo "paired with cold caches (1 MiB swept before each call), $repeats runs (ns):"
+for i in $(seq "$repeats"); do
+    "$work/overhead" paired-cold 100 | tail -n 1 | sed 's/^/  A\/A    /'
+    LD_PRELOAD="$shim" "$work/overhead" paired-cold 100 | tail -n 1 | sed 's/^/  shim   /'
+done | tee "$work/cold.txt"
+awk '/shim   added/ {print $4}' "$work/cold.txt" | sort -n | awk '{v[NR]=$1} END {
+    printf "median added p50 with the shim, cold caches: %d ns per call\n", v[int((NR + 1) / 2)] }'
 rm -rf "$work"

@@ -4,8 +4,13 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 static USE_TSC: AtomicBool = AtomicBool::new(false);
-/// Nanoseconds per tick in 32.32 fixed point; 1.0 for the monotonic clock.
+/// Nanoseconds per tick in 32.32 fixed point; 1.0 for the monotonic clock. The recorder
+/// keeps a copy on its hot cache line (`lifecycle::HOT`).
 static NS_PER_TICK_Q32: AtomicU64 = AtomicU64::new(1 << 32);
+
+pub fn ns_per_tick_q32() -> u64 {
+    NS_PER_TICK_Q32.load(Relaxed)
+}
 
 /// Which time source is in use, for the dump header.
 pub fn source() -> &'static str {
@@ -46,10 +51,10 @@ impl Source {
     }
 }
 
-/// Converts a tick difference to nanoseconds.
+/// Converts a tick difference to nanoseconds with a 32.32 factor.
 #[inline(always)]
-pub fn ticks_to_ns(ticks: u64) -> u64 {
-    ((u128::from(ticks) * u128::from(NS_PER_TICK_Q32.load(Relaxed))) >> 32) as u64
+pub fn ticks_to_ns(ticks: u64, ns_per_tick_q32: u64) -> u64 {
+    ((u128::from(ticks) * u128::from(ns_per_tick_q32)) >> 32) as u64
 }
 
 pub fn monotonic_ns() -> u64 {

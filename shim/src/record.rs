@@ -200,7 +200,8 @@ pub fn end(span: Span, hook: Hook, effect: Effect, result: CUresult) {
     let Some(block) = (unsafe { span.block.as_ref() }) else {
         return;
     };
-    let ns = clock::ticks_to_ns(span.source.ticks().saturating_sub(span.start));
+    let ticks = span.source.ticks().saturating_sub(span.start);
+    let ns = clock::ticks_to_ns(ticks, lifecycle::ns_per_tick_q32());
     // SAFETY: begin set local alongside block.
     unsafe { &*span.local }.depth.set(0);
     // SAFETY: Hook ids are < HOOK_COUNT by construction.
