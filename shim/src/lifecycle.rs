@@ -134,8 +134,7 @@ fn activate() -> bool {
         dump::capture_process_info();
         start_flusher();
     }
-    HOT.ns_per_tick_q32
-        .store(clock::ns_per_tick_q32(), Relaxed);
+    HOT.ns_per_tick_q32.store(clock::ns_per_tick_q32(), Relaxed);
     HOT.active.store(clock::chosen() as u8, Release);
     true
 }
