@@ -312,6 +312,29 @@ mod tests {
         assert!(!is_driver_name(c"malloc"));
     }
 
+    extern "C" fn stand_in_for_libcuda() {}
+
+    #[test]
+    fn routing_is_by_pointer_not_by_name() {
+        let real = stand_in_for_libcuda as *mut c_void;
+        inject_real(Hook::cuMemcpyDtoHAsync_v2_ptsz, real);
+        // Whatever name was asked for, the driver's pointer decides the wrapper.
+        let wrapper = wrapper_address(Hook::cuMemcpyDtoHAsync_v2_ptsz);
+        assert_eq!(
+            swap_for_wrapper(real, c"cuMemcpyDtoHAsync".as_ptr()),
+            wrapper
+        );
+        assert_eq!(swap_for_wrapper(real, c"anything".as_ptr()), wrapper);
+        // An unknown pointer (outside this library: libc's malloc) passes through and its
+        // name is kept.
+        let unknown = libc::malloc as *mut c_void;
+        assert_eq!(
+            swap_for_wrapper(unknown, c"cuSomethingNew".as_ptr()),
+            unknown
+        );
+        assert!(crate::unwrapped::names().contains(&"cuSomethingNew".to_string()));
+    }
+
     #[test]
     fn own_addresses_are_recognised() {
         assert!(is_own_address(wrapper_address(Hook::cuLaunchKernel)));
