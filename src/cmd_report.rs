@@ -1,5 +1,6 @@
 //! `gpuspy report`.
 
+use crate::diagnose::diagnose;
 use crate::profile::{load_all, Profile};
 use crate::{render_json, render_text};
 use anyhow::Result;
@@ -12,9 +13,10 @@ pub fn report(paths: &[PathBuf], json: bool, per_process: bool) -> Result<()> {
 }
 
 pub fn print(profile: &Profile, json: bool, per_process: bool) {
+    let diagnosis = diagnose(profile);
     if json {
-        println!("{}", render_json::render(profile));
+        println!("{}", render_json::render(profile, &diagnosis));
     } else {
-        print!("{}", render_text::render(profile, per_process));
+        print!("{}", render_text::render(profile, &diagnosis, per_process));
     }
 }

@@ -1,10 +1,13 @@
 //! `gpuspy`: runs programs under `libgpuspy.so` and turns its dumps into reports.
 
+mod cmd_explain;
 mod cmd_report;
 mod cmd_run;
+mod diagnose;
 mod profile;
 mod render_json;
 mod render_text;
+mod rules;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -43,6 +46,14 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Print a diagnosis rule's documentation, or list the rules.
+    Explain {
+        /// The rule id (for example sync-stalled); without it, all rules are listed.
+        id: Option<String>,
+        /// Print the rule table in Markdown, as in the README.
+        #[arg(long)]
+        markdown_table: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -54,6 +65,9 @@ fn main() -> ExitCode {
             per_process,
             paths,
         } => cmd_report::report(&paths, json, per_process).map(|()| ExitCode::SUCCESS),
+        Command::Explain { id, markdown_table } => {
+            cmd_explain::explain(id.as_deref(), markdown_table).map(|()| ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -110,6 +110,8 @@ pub struct ProcessInfo {
     pub exe: String,
     pub cmdline: Vec<String>,
     pub wall_ns: u64,
+    /// From the first driver call to the dump: the part of the run that used the GPU.
+    pub active_ns: u64,
     pub driver_ns: u64,
     pub calls: u64,
     pub threads: u32,
@@ -136,6 +138,10 @@ impl Profile {
                 exe: d.process.exe.clone(),
                 cmdline: d.process.cmdline.clone(),
                 wall_ns: d.stop_unix_ns.saturating_sub(d.start_unix_ns),
+                active_ns: d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
+                    0 => d.start_unix_ns,
+                    first => first,
+                }),
                 driver_ns: d.driver_ns,
                 calls: d.apis.iter().map(|a| a.calls).sum(),
                 threads: d.threads,
@@ -177,6 +183,46 @@ impl Profile {
         self.processes.iter().map(|p| p.driver_ns).sum()
     }
 
+    /// Time from each process's first driver call to its dump, summed.
+    pub fn active_ns(&self) -> u64 {
+        self.processes.iter().map(|p| p.active_ns).sum()
+    }
+
+    /// Time inside start-up calls: driver init, contexts, module and library loading, JIT.
+    pub fn startup_ns(&self) -> u64 {
+        STARTUP_APIS.iter().map(|name| self.total_ns(name)).sum()
+    }
+
+    /// The active time less start-up: the steady state that per-step problems are measured
+    /// against. Never zero.
+    pub fn steady_ns(&self) -> u64 {
+        self.active_ns().saturating_sub(self.startup_ns()).max(1)
+    }
+
+    pub fn api(&self, name: &str) -> Option<&Api> {
+        self.apis.get(name)
+    }
+
+    pub fn calls(&self, name: &str) -> u64 {
+        self.api(name).map_or(0, |a| a.latency.calls)
+    }
+
+    pub fn total_ns(&self, name: &str) -> u64 {
+        self.api(name).map_or(0, |a| a.latency.total_ns)
+    }
+
+    pub fn sync(&self, cause: SyncCause) -> Option<&Latency> {
+        self.syncs.get(&cause)
+    }
+
+    /// `(calls, bytes)` of copies in one direction from one kind of host memory.
+    pub fn copied(&self, direction: Direction, host: HostKind) -> (u64, u64) {
+        self.copies
+            .get(&(direction, host))
+            .copied()
+            .unwrap_or((0, 0))
+    }
+
     /// APIs by total time, largest first.
     pub fn by_total_time(&self) -> Vec<(&String, &Api)> {
         let mut v: Vec<_> = self.apis.iter().collect();
@@ -189,6 +235,23 @@ impl Profile {
         v
     }
 }
+
+/// API families whose time is start-up cost rather than steady-state work.
+pub const STARTUP_APIS: &[&str] = &[
+    "cuInit",
+    "cuCtxCreate",
+    "cuDevicePrimaryCtxRetain",
+    "cuModuleLoad",
+    "cuModuleLoadData",
+    "cuModuleLoadDataEx",
+    "cuModuleLoadFatBinary",
+    "cuLibraryLoadData",
+    "cuLibraryLoadFromFile",
+    "cuLinkCreate",
+    "cuLinkAddData",
+    "cuLinkAddFile",
+    "cuLinkComplete",
+];
 
 /// Loads every dump under `paths`.
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Dump)>> {

@@ -1,5 +1,6 @@
 //! `gpuspy report --json`: exactly one JSON object. Schema: docs/report-json.md.
 
+use crate::diagnose::Diagnosis;
 use crate::profile::{Latency, Profile};
 use serde_json::{json, Value};
 
@@ -14,7 +15,7 @@ fn latency(l: &Latency) -> Value {
     })
 }
 
-pub fn render(p: &Profile) -> Value {
+pub fn render(p: &Profile, d: &Diagnosis) -> Value {
     let apis: Vec<Value> = p
         .by_total_time()
         .into_iter()
@@ -72,6 +73,10 @@ pub fn render(p: &Profile) -> Value {
         "syncs": syncs,
         "copies": copies,
         "unwrapped_symbols": p.unwrapped,
-        "findings": [],
+        "active_ns": p.active_ns(),
+        "steady_ns": p.steady_ns(),
+        "verdict": d.verdict().map(|f| f.id),
+        "findings": d.findings,
+        "layers": d.layers,
     })
 }

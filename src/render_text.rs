@@ -1,5 +1,6 @@
 //! `gpuspy report`: the human-readable tables.
 
+use crate::diagnose::{Diagnosis, Severity};
 use crate::profile::Profile;
 use std::fmt::Write;
 
@@ -44,7 +45,66 @@ fn percent(part: u64, whole: u64) -> String {
     }
 }
 
-pub fn render(p: &Profile, per_process: bool) -> String {
+/// The verdict, then the six layers bottom up, each with its status and findings.
+fn diagnosis(out: &mut String, d: &Diagnosis) {
+    match d.verdict() {
+        Some(f) => {
+            let _ = writeln!(
+                out,
+                "\nVerdict: {} ({} layer){}: {}",
+                f.id,
+                f.layer.name(),
+                if f.heuristic { ", heuristic" } else { "" },
+                f.summary
+            );
+            let _ = writeln!(
+                out,
+                "  estimated time lost: {:.0} %; fix: {}",
+                f.impact * 100.0,
+                f.fix
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\nVerdict: no blocking problem in the host-side data. GPU busy time is not measured yet, so a GPU-bound run cannot be confirmed."
+            );
+        }
+    }
+    let _ = writeln!(out, "\nLayers, bottom up");
+    for layer in &d.layers {
+        let _ = writeln!(out, "  {:<10} {}", layer.layer.name(), layer.status);
+        for f in d.findings.iter().filter(|f| f.layer == layer.layer) {
+            let _ = writeln!(
+                out,
+                "    {} {}{}: {} (impact {:.0} %)",
+                if f.severity == Severity::Warning {
+                    "!"
+                } else {
+                    "-"
+                },
+                f.id,
+                if f.heuristic { " [heuristic]" } else { "" },
+                f.summary,
+                f.impact * 100.0
+            );
+        }
+        // One line per missing source: "? a, b: needs NVML telemetry".
+        let mut reasons: Vec<&str> = layer.no_data.iter().map(|&(_, why)| why).collect();
+        reasons.dedup();
+        for why in reasons {
+            let ids: Vec<&str> = layer
+                .no_data
+                .iter()
+                .filter(|&&(_, w)| w == why)
+                .map(|&(id, _)| id)
+                .collect();
+            let _ = writeln!(out, "    ? {}: {why}", ids.join(", "));
+        }
+    }
+}
+
+pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
     let mut out = String::new();
     let wall = p.wall_ns();
     let driver = p.driver_ns();
@@ -90,6 +150,7 @@ pub fn render(p: &Profile, per_process: bool) -> String {
         let _ = writeln!(out, "\nNo driver calls recorded.");
         return out;
     }
+    diagnosis(&mut out, d);
     let _ = writeln!(out, "\nDriver API calls (by total time)");
     let _ = writeln!(
         out,

@@ -51,7 +51,8 @@ pub fn shim() -> PathBuf {
     artifacts().bin_dir.join("libgpuspy.so")
 }
 
-/// Compiles tests/programs/NAME.c against the fake driver, once per test run.
+/// Compiles tests/programs/NAME.c (or examples/NAME.c) against the fake driver, once per
+/// test run.
 pub fn program(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let built = BUILT.get_or_init(Default::default);
@@ -60,9 +61,12 @@ pub fn program(name: &str) -> PathBuf {
         return p.clone();
     }
     let a = artifacts();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/programs")
-        .join(format!("{name}.c"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = ["tests/programs", "examples"]
+        .iter()
+        .map(|dir| root.join(dir).join(format!("{name}.c")))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("no program {name}.c"));
     let exe = a.bin_dir.join("test-programs").join(name);
     std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
     let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))

@@ -5,6 +5,8 @@ mod support;
 
 /// The CLI on bad input, `gpuspy run`, and checked-in dumps.
 mod cli;
+/// The verdict on simulated runs with a known problem.
+mod diagnosis;
 /// One program per door, each asserting exact per-API counts.
 mod doors;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.

@@ -92,8 +92,15 @@ fn sum_series(series: impl Iterator<Item = &'static Series>) -> (u64, u64, hist:
     (total, max, hist::Histogram::from_dense(&dense))
 }
 
+/// When the process started and when it first called the driver.
+#[derive(Clone, Copy, Default)]
+pub struct Times {
+    pub start_unix_ns: u64,
+    pub first_call_unix_ns: u64,
+}
+
 /// Builds the dump from the live arena.
-pub fn snapshot(start_unix_ns: u64, complete: bool) -> Dump {
+pub fn snapshot(times: Times, complete: bool) -> Dump {
     let blocks: &'static [ThreadStats] = record::blocks();
     let mut results: Vec<Vec<(u32, u64)>> = vec![Vec::new(); HOOK_COUNT];
     for (hook, code, count) in record::errors() {
@@ -173,8 +180,9 @@ pub fn snapshot(start_unix_ns: u64, complete: bool) -> Dump {
             cmdline: identity.map(|i| i.cmdline.clone()).unwrap_or_default(),
             rank_env: identity.map(|i| i.rank_env.clone()).unwrap_or_default(),
         },
-        start_unix_ns,
+        start_unix_ns: times.start_unix_ns,
         stop_unix_ns: clock::unix_ns(),
+        first_call_unix_ns: times.first_call_unix_ns,
         complete,
         clock: clock::source().into(),
         histogram: hist::Layout::current(),
@@ -192,11 +200,11 @@ static WRITE_SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Writes the dump atomically: a private temp file (never following a symlink, never
 /// world-writable) renamed over `gpuspy-<host>-<pid>.json`.
-pub fn write(start_unix_ns: u64, complete: bool) {
+pub fn write(times: Times, complete: bool) {
     let Some(dir) = config().map(|c| c.out_dir.as_path()) else {
         return;
     };
-    let dump = snapshot(start_unix_ns, complete);
+    let dump = snapshot(times, complete);
     if let Err(e) = write_to(dir, &dump) {
         warn_once(&format!(
             "cannot write dumps to {}: {e}; the program runs on unaffected",

@@ -77,6 +77,7 @@ pub fn ns_per_tick_q32() -> u64 {
 /// The pid whose data the arena holds: a vfork child shares our memory but not our pid.
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 static START_UNIX_NS: AtomicU64 = AtomicU64::new(0);
+static FIRST_CALL_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 /// Bumped at every fork so the parent's flusher thread, if copied state suggests it runs,
 /// is known not to exist in the child.
 static GENERATION: AtomicU32 = AtomicU32::new(0);
@@ -205,8 +206,11 @@ fn write(complete: bool) {
         std::thread::sleep(Duration::from_millis(1));
     }
     if !FINAL_WRITTEN.load(Acquire) {
-        let start = START_UNIX_NS.load(Relaxed);
-        let _ = std::panic::catch_unwind(|| dump::write(start, complete));
+        let times = dump::Times {
+            start_unix_ns: START_UNIX_NS.load(Relaxed),
+            first_call_unix_ns: FIRST_CALL_UNIX_NS.load(Relaxed),
+        };
+        let _ = std::panic::catch_unwind(|| dump::write(times, complete));
         if complete {
             FINAL_WRITTEN.store(true, Release);
         }

@@ -25,6 +25,9 @@ pub struct Dump {
     /// moment this dump was taken.
     pub start_unix_ns: u64,
     pub stop_unix_ns: u64,
+    /// When the process (or forked child) made its first intercepted call; 0 if unknown.
+    #[serde(default)]
+    pub first_call_unix_ns: u64,
     /// `true` when written at exit; `false` for a periodic flush of a still-running process.
     pub complete: bool,
     /// Time source of every latency: `"tsc"` (invariant TSC, calibrated) or `"monotonic"`.

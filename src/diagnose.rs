@@ -1,0 +1,278 @@
+//! The six-layer diagnosis: rules turn a loaded profile into findings, and the findings into
+//! a verdict and a status for each layer, bottom up (driver, runtime, memory, compute,
+//! pipeline, framework), as in the article gpuspy comes from.
+//!
+//! Each rule is a unit struct in `rules/` with its documentation and tests beside it, and
+//! is a pure function of the profile. A rule either finds something, finds the layer clear,
+//! or says which data it lacks. It never guesses silently: findings drawn from host-side
+//! data alone, where GPU-side data would settle the question, are marked `heuristic`.
+
+use crate::profile::Profile;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    Driver,
+    Runtime,
+    Memory,
+    Compute,
+    Pipeline,
+    Framework,
+}
+
+impl Layer {
+    /// Bottom up: the order in which the article checks them.
+    pub const ALL: [Layer; 6] = [
+        Layer::Driver,
+        Layer::Runtime,
+        Layer::Memory,
+        Layer::Compute,
+        Layer::Pipeline,
+        Layer::Framework,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Driver => "driver",
+            Layer::Runtime => "runtime",
+            Layer::Memory => "memory",
+            Layer::Compute => "compute",
+            Layer::Pipeline => "pipeline",
+            Layer::Framework => "framework",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+}
+
+/// Findings below this share of the time they are measured against are informational.
+pub const WARNING_IMPACT: f64 = 0.05;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub id: &'static str,
+    pub layer: Layer,
+    pub severity: Severity,
+    /// Estimated share of the run's time lost to this problem, so also the predicted
+    /// speed-up if it is fixed (0.3 means about 30 % less time).
+    pub impact: f64,
+    /// One sentence with the key numbers.
+    pub summary: String,
+    /// The numbers that triggered the finding.
+    pub evidence: Map<String, Value>,
+    pub fix: &'static str,
+    /// Drawn from host-side data where GPU-side data would settle it.
+    pub heuristic: bool,
+}
+
+impl Finding {
+    /// A finding whose severity follows from its impact.
+    pub fn new(rule: &dyn Rule, impact: f64, summary: String, fix: &'static str) -> Finding {
+        Finding {
+            id: rule.id(),
+            layer: rule.layer(),
+            severity: if impact >= WARNING_IMPACT {
+                Severity::Warning
+            } else {
+                Severity::Info
+            },
+            impact,
+            summary,
+            evidence: Map::new(),
+            fix,
+            heuristic: false,
+        }
+    }
+
+    pub fn evidence(mut self, key: &str, value: impl Into<Value>) -> Finding {
+        self.evidence.insert(key.to_string(), value.into());
+        self
+    }
+
+    pub fn heuristic(mut self) -> Finding {
+        self.heuristic = true;
+        self
+    }
+}
+
+pub enum Outcome {
+    Found(Finding),
+    Clear,
+    /// The rule cannot judge: this data is missing.
+    NoData(&'static str),
+}
+
+pub trait Rule: Sync {
+    fn id(&self) -> &'static str;
+    fn layer(&self) -> Layer;
+    /// Markdown. The first line is the one-line summary used in tables.
+    fn doc(&self) -> &'static str;
+    fn check(&self, profile: &Profile) -> Outcome;
+}
+
+/// One layer's result.
+#[derive(Debug, Serialize)]
+pub struct LayerStatus {
+    pub layer: Layer,
+    /// `warning`, `info`, `ok` or `no-data`.
+    pub status: &'static str,
+    pub findings: Vec<&'static str>,
+    /// Rules of this layer that could not judge, with what they lack.
+    pub no_data: Vec<(&'static str, &'static str)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Diagnosis {
+    /// Ordered by impact, largest first: the first warning is the verdict.
+    pub findings: Vec<Finding>,
+    pub layers: Vec<LayerStatus>,
+}
+
+impl Diagnosis {
+    pub fn verdict(&self) -> Option<&Finding> {
+        self.findings
+            .first()
+            .filter(|f| f.severity == Severity::Warning)
+    }
+}
+
+pub fn diagnose(profile: &Profile) -> Diagnosis {
+    let mut findings = Vec::new();
+    let mut no_data = Vec::new();
+    for rule in crate::rules::ALL {
+        match rule.check(profile) {
+            Outcome::Found(f) => findings.push(f),
+            Outcome::Clear => {}
+            Outcome::NoData(missing) => no_data.push((rule.layer(), rule.id(), missing)),
+        }
+    }
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(b.impact.total_cmp(&a.impact))
+            .then(a.id.cmp(b.id))
+    });
+    let layers = Layer::ALL
+        .iter()
+        .map(|&layer| {
+            let mine: Vec<&Finding> = findings.iter().filter(|f| f.layer == layer).collect();
+            let missing: Vec<_> = no_data
+                .iter()
+                .filter(|(l, _, _)| *l == layer)
+                .map(|&(_, id, what)| (id, what))
+                .collect();
+            let judged = crate::rules::ALL
+                .iter()
+                .filter(|r| r.layer() == layer)
+                .count()
+                > missing.len();
+            let status = if mine.iter().any(|f| f.severity == Severity::Warning) {
+                "warning"
+            } else if !mine.is_empty() {
+                "info"
+            } else if judged {
+                "ok"
+            } else {
+                "no-data"
+            };
+            LayerStatus {
+                layer,
+                status,
+                findings: mine.iter().map(|f| f.id).collect(),
+                no_data: missing,
+            }
+        })
+        .collect();
+    Diagnosis { findings, layers }
+}
+
+/// Milliseconds with one decimal, for evidence.
+pub fn ms(ns: u64) -> f64 {
+    (ns as f64 / 1e5).round() / 10.0
+}
+
+/// A share rounded to 0.1 %.
+pub fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 / whole as f64 * 1000.0).round() / 1000.0
+    }
+}
+
+/// Synthetic profiles for the rules' unit tests.
+#[cfg(test)]
+pub mod synthetic {
+    use crate::profile::{Api, Latency, ProcessInfo, Profile};
+    use gpuspy_format::{Direction, HostKind, SyncCause};
+
+    pub struct Builder(Profile);
+
+    /// One process whose first driver call came `active_s` seconds before its dump.
+    pub fn run(active_s: f64) -> Builder {
+        let mut p = Profile::default();
+        p.processes.push(ProcessInfo {
+            path: "synthetic.json".into(),
+            pid: 1,
+            host: "test".into(),
+            exe: "test".into(),
+            cmdline: vec![],
+            wall_ns: (active_s * 1e9) as u64,
+            active_ns: (active_s * 1e9) as u64,
+            driver_ns: 0,
+            calls: 0,
+            threads: 1,
+            complete: true,
+        });
+        Builder(p)
+    }
+
+    fn latency(calls: u64, total_ns: u64) -> Latency {
+        let mut l = Latency::default();
+        l.calls = calls;
+        l.total_ns = total_ns;
+        l.max_ns = if calls > 0 { total_ns / calls } else { 0 };
+        if calls > 0 {
+            l.dense[gpuspy_format::hist::bucket_index(total_ns / calls)] = calls;
+        }
+        l
+    }
+
+    impl Builder {
+        /// `calls` calls of `api` taking `total_ms` in all, `bytes` named.
+        pub fn api(mut self, api: &str, calls: u64, total_ms: f64, bytes: u64) -> Builder {
+            let entry = self
+                .0
+                .apis
+                .entry(api.to_string())
+                .or_insert_with(Api::default);
+            entry.latency = latency(calls, (total_ms * 1e6) as u64);
+            entry.bytes = bytes;
+            entry.symbols.insert(api.to_string(), calls);
+            self
+        }
+
+        pub fn sync(mut self, cause: SyncCause, calls: u64, total_ms: f64) -> Builder {
+            self.0
+                .syncs
+                .insert(cause, latency(calls, (total_ms * 1e6) as u64));
+            self
+        }
+
+        pub fn copy(mut self, dir: Direction, host: HostKind, calls: u64, bytes: u64) -> Builder {
+            self.0.copies.insert((dir, host), (calls, bytes));
+            self
+        }
+
+        pub fn build(self) -> Profile {
+            self.0
+        }
+    }
+}

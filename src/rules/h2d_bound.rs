@@ -1,0 +1,94 @@
+use crate::diagnose::{share, Finding, Layer, Outcome, Rule};
+use crate::profile::Profile;
+use gpuspy_format::{Direction, HostKind};
+
+/// Host-to-device copies keep the PCIe link busy.
+pub struct H2dBound;
+
+/// Assumed practical host-to-device throughput of the link (PCIe Gen4 x16) until the link's
+/// real generation and width are read from NVML.
+const ASSUMED_LINK_BYTES_PER_S: f64 = 25e9;
+const MIN_LINK_BUSY: f64 = 0.5;
+
+impl Rule for H2dBound {
+    fn id(&self) -> &'static str {
+        "h2d-bound"
+    }
+    fn layer(&self) -> Layer {
+        Layer::Memory
+    }
+    fn doc(&self) -> &'static str {
+        "Host-to-device copies move so many bytes that the PCIe link is busy for much of the run.
+
+Evidence: bytes copied host-to-device (all host memory kinds) per second of the
+steady-state time, against an assumed practical link throughput of 25 GB/s (PCIe Gen4 x16).
+The rule fires when the link would be busy half the time or more. Until the link's
+generation and width are read from NVML, this finding is a heuristic.
+
+Impact: the share of the steady-state time the link is busy with these bytes.
+
+Fix: move fewer bytes. Keep data on the GPU across steps, send compact types (uint8,
+bf16) and convert on the GPU, decode and augment on the GPU (DALI, torchvision v2 on CUDA
+tensors), and overlap what remains with compute (pinned memory, `non_blocking=True`, a
+side stream)."
+    }
+    fn check(&self, p: &Profile) -> Outcome {
+        let steady = p.steady_ns();
+        let (calls, bytes) = HostKind::ALL
+            .iter()
+            .map(|&h| p.copied(Direction::HtoD, h))
+            .fold((0, 0), |(n, b), (c, x)| (n + c, b + x));
+        let bytes_per_s = bytes as f64 / (steady as f64 / 1e9);
+        let busy = (bytes_per_s / ASSUMED_LINK_BYTES_PER_S).min(1.0);
+        if busy < MIN_LINK_BUSY {
+            return Outcome::Clear;
+        }
+        let busy = share((busy * 1000.0) as u64, 1000);
+        Outcome::Found(
+            Finding::new(
+                self,
+                busy,
+                format!(
+                    "{calls} host-to-device copies moved {:.2} GB at {:.1} GB/s, about {:.0} % of an assumed 25 GB/s link",
+                    bytes as f64 / 1e9,
+                    bytes_per_s / 1e9,
+                    busy * 100.0
+                ),
+                "Move fewer bytes: keep data on the GPU, send uint8/bf16 and convert on the GPU, decode on the GPU; overlap the rest (pinned + non_blocking + side stream).",
+            )
+            .evidence("htod_copies", calls)
+            .evidence("htod_bytes", bytes)
+            .evidence("htod_gb_per_s", (bytes_per_s / 1e8).round() / 10.0)
+            .evidence("assumed_link_gb_per_s", ASSUMED_LINK_BYTES_PER_S / 1e9)
+            .heuristic(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::synthetic::run;
+
+    #[test]
+    fn a_saturated_link_fires() {
+        // 20 GB in one second.
+        let p = run(1.0)
+            .copy(Direction::HtoD, HostKind::Pinned, 1000, 20_000_000_000)
+            .build();
+        let Outcome::Found(f) = H2dBound.check(&p) else {
+            panic!("no finding")
+        };
+        assert!((f.impact - 0.8).abs() < 0.01);
+        assert!(f.heuristic);
+    }
+
+    #[test]
+    fn modest_traffic_does_not() {
+        let p = run(1.0)
+            .copy(Direction::HtoD, HostKind::Pinned, 1000, 2_000_000_000)
+            .copy(Direction::DtoH, HostKind::Pinned, 1000, 20_000_000_000)
+            .build();
+        assert!(matches!(H2dBound.check(&p), Outcome::Clear));
+    }
+}

@@ -1,0 +1,97 @@
+use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
+use crate::profile::Profile;
+
+/// So many small kernels that launching them is the bottleneck.
+pub struct LaunchBound;
+
+const LAUNCH_APIS: &[&str] = &[
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+];
+const MIN_LAUNCHES: u64 = 1000;
+/// A launch every 100 us or more often.
+const MIN_PER_S: f64 = 10_000.0;
+
+impl Rule for LaunchBound {
+    fn id(&self) -> &'static str {
+        "launch-bound"
+    }
+    fn layer(&self) -> Layer {
+        Layer::Compute
+    }
+    fn doc(&self) -> &'static str {
+        "Kernels are launched one by one at a high rate; each launch costs microseconds of host time, so small kernels leave the GPU idle between them.
+
+Evidence: kernel launches (`cuLaunchKernel`, `cuLaunchKernelEx`,
+`cuLaunchCooperativeKernel`; graph launches are not counted), their rate per second of the
+steady-state time, and the host time spent inside the launch calls. The rule fires at 1,000
+or more launches at 10,000 or more a second, that is, a launch every 100 us or more often.
+A PyTorch eager op costs 5–15 us of host time, so such a loop is launch-bound whatever the
+GPU could do.
+
+Impact: the share of the steady-state time spent inside launch calls. This is a lower
+bound: CUDA graphs also remove the framework's per-op host work. Until kernel durations
+are measured, the finding is a heuristic: large kernels at a high rate would keep the GPU busy.
+
+Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
+(`torch.cuda.CUDAGraph`, `torch.compile(mode=\"reduce-overhead\")`), fuse elementwise ops
+(`torch.compile`), or increase the batch size."
+    }
+    fn check(&self, p: &Profile) -> Outcome {
+        let steady = p.steady_ns();
+        let (launches, launch_ns) = LAUNCH_APIS
+            .iter()
+            .fold((0, 0), |(n, t), a| (n + p.calls(a), t + p.total_ns(a)));
+        let per_s = launches as f64 / (steady as f64 / 1e9);
+        if launches < MIN_LAUNCHES || per_s < MIN_PER_S {
+            return Outcome::Clear;
+        }
+        let launch_share = share(launch_ns, steady);
+        Outcome::Found(
+            Finding::new(
+                self,
+                launch_share,
+                format!(
+                    "{launches} kernel launches at {per_s:.0}/s (one every {:.1} us); launching alone took {:.1} % of the steady-state time",
+                    1e6 / per_s,
+                    launch_share * 100.0
+                ),
+                "Capture the step in a CUDA graph (torch.cuda.CUDAGraph, torch.compile(mode=\"reduce-overhead\")), fuse ops (torch.compile), or use larger batches.",
+            )
+            .evidence("launches", launches)
+            .evidence("launches_per_s", per_s.round())
+            .evidence("launch_ms", ms(launch_ns))
+            .evidence("steady_ms", ms(steady))
+            .evidence("graph_launches", p.calls("cuGraphLaunch"))
+            .heuristic(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::{synthetic::run, Severity};
+
+    #[test]
+    fn a_stream_of_small_launches_fires() {
+        // 40,000 launches of 4 us each in 0.5 s: 80,000/s.
+        let p = run(0.5).api("cuLaunchKernel", 40_000, 160.0, 0).build();
+        let Outcome::Found(f) = LaunchBound.check(&p) else {
+            panic!("no finding")
+        };
+        assert_eq!(f.layer, Layer::Compute);
+        assert_eq!(f.severity, Severity::Warning);
+        assert!((f.impact - 0.32).abs() < 0.01);
+        assert!(f.heuristic);
+    }
+
+    #[test]
+    fn few_large_launches_or_graph_replays_do_not() {
+        let matmuls = run(5.0).api("cuLaunchKernelEx", 500, 2.0, 0).build();
+        assert!(matches!(LaunchBound.check(&matmuls), Outcome::Clear));
+        let graphs = run(1.0).api("cuGraphLaunch", 5_000, 20.0, 0).build();
+        assert!(matches!(LaunchBound.check(&graphs), Outcome::Clear));
+    }
+}

@@ -1,0 +1,88 @@
+use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
+use crate::profile::{Profile, STARTUP_APIS};
+
+/// Driver init, contexts, module loading and JIT take a large part of the run.
+pub struct SlowStartup;
+
+const MIN_SHARE: f64 = 0.25;
+const MIN_NS: u64 = 500_000_000;
+
+impl Rule for SlowStartup {
+    fn id(&self) -> &'static str {
+        "slow-startup"
+    }
+    fn layer(&self) -> Layer {
+        Layer::Runtime
+    }
+    fn doc(&self) -> &'static str {
+        "Driver initialisation, context creation, module and library loading and JIT compilation take a large share of the run.
+
+Evidence: the time inside `cuInit`, `cuCtxCreate`, `cuDevicePrimaryCtxRetain`,
+`cuModuleLoad*`, `cuLibraryLoad*` and `cuLink*`, against the time from the first driver
+call to the end of the run. The rule fires when that is at least 0.5 s and 25 % of the
+run. On an H200, `cuInit` and the primary context take about 0.3 s together.
+
+Impact: the start-up share of the run. Short jobs, CI tests and per-request processes pay
+it every time.
+
+Fix: keep processes alive (persistent workers, a server instead of one process per
+request); set `CUDA_MODULE_LOADING=LAZY` (the default since CUDA 12.2); keep JIT caches
+warm across runs (`CUDA_CACHE_MAXSIZE`, `TRITON_CACHE_DIR`, TorchInductor's FX graph
+cache); don't create contexts per task."
+    }
+    fn check(&self, p: &Profile) -> Outcome {
+        let startup = p.startup_ns();
+        let active = p.active_ns();
+        let startup_share = share(startup, active);
+        if startup < MIN_NS || startup_share < MIN_SHARE {
+            return Outcome::Clear;
+        }
+        let mut finding = Finding::new(
+            self,
+            startup_share,
+            format!(
+                "start-up calls took {:.0} ms, {:.1} % of the time since the first driver call",
+                ms(startup),
+                startup_share * 100.0
+            ),
+            "Keep processes alive (persistent workers/servers); CUDA_MODULE_LOADING=LAZY; keep JIT caches warm (CUDA_CACHE_MAXSIZE, TRITON_CACHE_DIR, Inductor FX graph cache).",
+        )
+        .evidence("startup_ms", ms(startup))
+        .evidence("active_ms", ms(active));
+        for api in STARTUP_APIS {
+            let ns = p.total_ns(api);
+            if ns > 0 {
+                finding = finding.evidence(&format!("{api}_ms"), ms(ns));
+            }
+        }
+        Outcome::Found(finding)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::synthetic::run;
+
+    #[test]
+    fn a_short_run_dominated_by_init_fires() {
+        let p = run(1.0)
+            .api("cuInit", 1, 300.0, 0)
+            .api("cuLibraryLoadData", 20, 300.0, 0)
+            .build();
+        let Outcome::Found(f) = SlowStartup.check(&p) else {
+            panic!("no finding")
+        };
+        assert_eq!(f.layer, Layer::Runtime);
+        assert!((f.impact - 0.6).abs() < 0.01);
+        assert_eq!(f.evidence["cuInit_ms"], 300.0);
+    }
+
+    #[test]
+    fn a_long_run_amortises_its_start_up() {
+        let p = run(60.0).api("cuInit", 1, 300.0, 0).build();
+        assert!(matches!(SlowStartup.check(&p), Outcome::Clear));
+        let tiny = run(0.2).api("cuInit", 1, 150.0, 0).build();
+        assert!(matches!(SlowStartup.check(&tiny), Outcome::Clear));
+    }
+}

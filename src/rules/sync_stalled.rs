@@ -1,0 +1,109 @@
+use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
+use crate::profile::Profile;
+use gpuspy_format::{Direction, HostKind, SyncCause};
+
+/// The host keeps stopping to wait for the GPU.
+pub struct SyncStalled;
+
+/// Syncs more often than this per second are part of every step, not of the run's end.
+const MIN_SYNCS_PER_S: f64 = 20.0;
+const MIN_SHARE: f64 = 0.10;
+
+impl Rule for SyncStalled {
+    fn id(&self) -> &'static str {
+        "sync-stalled"
+    }
+    fn layer(&self) -> Layer {
+        Layer::Framework
+    }
+    fn doc(&self) -> &'static str {
+        "The host blocks in synchronisations inside the loop (explicit syncs, `.item()`-style copies), draining the GPU's queue each time.
+
+Evidence: the calls that blocked the host thread until the GPU caught up, that is
+`cuStreamSynchronize`, `cuCtxSynchronize`, `cuEventSynchronize` and the synchronous copy
+APIs, with their count per second and their share of the steady-state time (the time since
+the first driver call, less start-up). The rule fires at 20 or more such waits a second
+that take 10 % or more of that time. A wait at the end of a long GPU step is the GPU
+working, not a stall, so rare syncs never fire it.
+
+Impact: the blocked share, an upper bound of the gain. Until GPU busy time is measured
+the finding is a heuristic: the GPU may have been busy while the host waited.
+
+Fix: take synchronisation out of the step. Drop `.item()`, `.cpu()`, `.tolist()` and
+`print(tensor)` from the loop (accumulate metrics on the GPU and read them every N steps),
+avoid `torch.cuda.synchronize()` outside timing code, use `non_blocking=True` copies with
+events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
+    }
+    fn check(&self, p: &Profile) -> Outcome {
+        let steady = p.steady_ns();
+        let causes = [SyncCause::Explicit, SyncCause::SyncCopy];
+        let (calls, blocked) = causes
+            .iter()
+            .filter_map(|&c| p.sync(c))
+            .fold((0, 0), |(n, t), l| (n + l.calls, t + l.total_ns));
+        let per_s = calls as f64 / (steady as f64 / 1e9);
+        let blocked_share = share(blocked, steady);
+        if per_s < MIN_SYNCS_PER_S || blocked_share < MIN_SHARE {
+            return Outcome::Clear;
+        }
+        let (small_dtoh, _) = p.copied(Direction::DtoH, HostKind::Pinned);
+        let item_like = p
+            .calls("cuMemcpyDtoHAsync")
+            .min(p.calls("cuStreamSynchronize"));
+        Outcome::Found(
+            Finding::new(
+                self,
+                blocked_share,
+                format!(
+                    "the host waited for the GPU {calls} times ({per_s:.0}/s), {:.1} % of the steady-state time",
+                    blocked_share * 100.0
+                ),
+                "Drop .item()/.cpu()/print(tensor) from the step (read metrics every N steps); no torch.cuda.synchronize() in the loop; non_blocking copies with events.",
+            )
+            .evidence("sync_calls", calls)
+            .evidence("syncs_per_s", (per_s * 10.0).round() / 10.0)
+            .evidence("blocked_ms", ms(blocked))
+            .evidence("steady_ms", ms(steady))
+            .evidence("dtoh_copy_then_sync_pairs", item_like)
+            .evidence("dtoh_copies_to_pinned", small_dtoh)
+            .heuristic(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::{synthetic::run, Severity};
+
+    #[test]
+    fn frequent_long_waits_fire() {
+        // 500 .item()-like waits of 1 ms in a 1 s loop.
+        let p = run(1.0)
+            .api("cuStreamSynchronize", 500, 500.0, 0)
+            .api("cuMemcpyDtoHAsync", 500, 1.0, 2000)
+            .sync(SyncCause::Explicit, 500, 500.0)
+            .build();
+        let Outcome::Found(f) = SyncStalled.check(&p) else {
+            panic!("no finding")
+        };
+        assert_eq!(f.layer, Layer::Framework);
+        assert_eq!(f.severity, Severity::Warning);
+        assert!((f.impact - 0.5).abs() < 0.01, "{}", f.impact);
+        assert_eq!(f.evidence["sync_calls"], 500);
+        assert_eq!(f.evidence["dtoh_copy_then_sync_pairs"], 500);
+        assert!(f.heuristic);
+    }
+
+    #[test]
+    fn one_sync_at_the_end_of_gpu_work_is_not_a_stall() {
+        let p = run(10.0).sync(SyncCause::Explicit, 2, 9000.0).build();
+        assert!(matches!(SyncStalled.check(&p), Outcome::Clear));
+    }
+
+    #[test]
+    fn frequent_but_short_waits_are_not_a_stall() {
+        let p = run(1.0).sync(SyncCause::Explicit, 1000, 20.0).build();
+        assert!(matches!(SyncStalled.check(&p), Outcome::Clear));
+    }
+}
