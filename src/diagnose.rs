@@ -210,7 +210,7 @@ pub fn share(part: u64, whole: u64) -> f64 {
 /// Synthetic profiles for the rules' unit tests.
 #[cfg(test)]
 pub mod synthetic {
-    use crate::profile::{Api, Latency, ProcessInfo, Profile};
+    use crate::profile::{Latency, ProcessInfo, Profile};
     use gpuspy_format::{Direction, HostKind, SyncCause};
 
     pub struct Builder(Profile);
@@ -235,12 +235,15 @@ pub mod synthetic {
     }
 
     fn latency(calls: u64, total_ns: u64) -> Latency {
-        let mut l = Latency::default();
-        l.calls = calls;
-        l.total_ns = total_ns;
-        l.max_ns = if calls > 0 { total_ns / calls } else { 0 };
+        let mean = total_ns.checked_div(calls).unwrap_or(0);
+        let mut l = Latency {
+            calls,
+            total_ns,
+            max_ns: mean,
+            ..Default::default()
+        };
         if calls > 0 {
-            l.dense[gpuspy_format::hist::bucket_index(total_ns / calls)] = calls;
+            l.dense[gpuspy_format::hist::bucket_index(mean)] = calls;
         }
         l
     }
@@ -248,11 +251,7 @@ pub mod synthetic {
     impl Builder {
         /// `calls` calls of `api` taking `total_ms` in all, `bytes` named.
         pub fn api(mut self, api: &str, calls: u64, total_ms: f64, bytes: u64) -> Builder {
-            let entry = self
-                .0
-                .apis
-                .entry(api.to_string())
-                .or_insert_with(Api::default);
+            let entry = self.0.apis.entry(api.to_string()).or_default();
             entry.latency = latency(calls, (total_ms * 1e6) as u64);
             entry.bytes = bytes;
             entry.symbols.insert(api.to_string(), calls);
