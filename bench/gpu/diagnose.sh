@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Issue 4 on a GPU: each workload of examples/staged.py under gpuspy, its first finding
+# against the expected one, and for three problems the predicted impact against the
+# speed-up measured when the suggested fix is applied.
+# Usage on the GPU machine, from the repository root: bash bench/gpu/diagnose.sh OUTDIR
+set -uo pipefail
+out=${1:?usage: diagnose.sh OUTDIR}
+bin=$(realpath "${BIN:-.dev/bin}")
+py=python3
+export GPUSPY_FLUSH_S=0 PYTHONUNBUFFERED=1
+mkdir -p "$out/dumps"
+echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+for mode in launch-bound sync-stalled sync-fixed pageable-memcpy pageable-fixed alloc-churn alloc-fixed slow-startup healthy-matmul healthy-graph; do
+    env=()
+    [ "$mode" = alloc-churn ] && env=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
+    env "${env[@]}" "$bin/gpuspy" run --json -o "$out/dumps/$mode" -- $py examples/staged.py "$mode" \
+        > "$out/dumps/$mode.out" 2> "$out/dumps/$mode.err"
+    echo "$mode: exit $? $(grep loop_s "$out/dumps/$mode.out")"
+done
+$py - "$out/dumps" <<'PY' | tee "$out/diagnose-table.md"
+import json, re, sys
+d = sys.argv[1]
+def load(mode):
+    text = open(f"{d}/{mode}.out").read()
+    loop = float(re.search(r"loop_s ([\d.]+)", text).group(1))
+    report = json.loads(text.strip().splitlines()[-1])
+    return loop, report
+expected = {"launch-bound": "launch-bound", "sync-stalled": "sync-stalled",
+            "pageable-memcpy": "pageable-memcpy", "alloc-churn": "alloc-churn",
+            "slow-startup": "slow-startup", "healthy-matmul": None, "healthy-graph": None}
+fixes = {"sync-stalled": "sync-fixed", "pageable-memcpy": "pageable-fixed", "alloc-churn": "alloc-fixed"}
+print("| workload | expected first finding | got | warnings | predicted impact | measured gain with the fix |")
+print("|---|---|---|---|---|---|")
+for mode, want in expected.items():
+    loop, r = load(mode)
+    warnings = [f["id"] for f in r["findings"] if f["severity"] == "warning"]
+    first = r["findings"][0] if r["findings"] else None
+    got = r["verdict"] or "no warning"
+    ok = "OK" if (r["verdict"] == want) else "MISS"
+    predicted = f"{first['impact']:.0%}" if first and r["verdict"] else "-"
+    gain = "-"
+    if mode in fixes:
+        fixed_loop, _ = load(fixes[mode])
+        gain = f"{1 - fixed_loop / loop:.0%} (loop {loop:.2f} s -> {fixed_loop:.2f} s)"
+    print(f"| {mode} | {want or 'no warning'} | {got} ({ok}) | {', '.join(warnings) or '-'} | {predicted} | {gain} |")
+PY
+for mode in sync-stalled pageable-memcpy alloc-churn healthy-matmul; do
+    echo "== $mode"; "$bin/gpuspy" report "$out/dumps/$mode" | sed -n '/^Verdict/,/^Driver API/p'
+done > "$out/diagnose-reports.txt"
+tar -C "$out" -czf "$out/dumps.tar.gz" dumps && rm -rf "$out/dumps"

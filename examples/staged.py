@@ -1,0 +1,137 @@
+"""Labelled workloads that each stage one problem gpuspy diagnoses, plus healthy ones and
+the fixed versions of three. Each prints `loop_s <seconds>` for its steady-state loop.
+
+    python3 examples/staged.py MODE
+
+Modes and the first finding each should get (bench/gpu/diagnose.sh checks them):
+    launch-bound      many tiny elementwise ops, one kernel each          -> launch-bound
+    sync-stalled      .item() on every step                                -> sync-stalled
+    sync-fixed        the same, metric accumulated on the GPU, read once  -> (fix)
+    pageable-memcpy   a pageable 16 MiB batch copied every step            -> pageable-memcpy
+    pageable-fixed    the same batch pinned, copied non_blocking           -> (fix)
+    alloc-churn       run with PYTORCH_NO_CUDA_MEMORY_CACHING=1            -> alloc-churn
+    alloc-fixed       the same loop with the caching allocator on          -> (fix)
+    slow-startup      one small op in a fresh process                      -> slow-startup
+    healthy-matmul    large bf16 matmuls                                   -> no warning
+    healthy-graph     a captured step replayed as a CUDA graph             -> no warning
+"""
+import sys
+import time
+
+import torch
+
+
+def timed(fn):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    print(f"loop_s {time.perf_counter() - t0:.4f}")
+
+
+def launch_bound():
+    x = torch.ones(256, device="cuda")
+
+    def loop():
+        nonlocal x
+        for _ in range(60_000):
+            x = x * 1.0001 + 0.1
+    timed(loop)
+
+
+def sync_steps(fixed):
+    x = torch.randn(1 << 22, device="cuda")
+
+    def loop():
+        total = torch.zeros((), device="cuda") if fixed else 0.0
+        for i in range(20_000):
+            y = (x * (i % 7)).square().mean()
+            if fixed:
+                total += y
+            else:
+                total += y.item()
+        if fixed:
+            total = total.item()
+        print(f"metric {total:.3f}")
+    timed(loop)
+
+
+def copies(pinned):
+    batch = torch.randn(4 << 20)  # 16 MiB
+    if pinned:
+        batch = batch.pin_memory()
+    w = torch.randn(1 << 20, device="cuda")
+
+    def loop():
+        acc = torch.zeros(4 << 20, device="cuda")
+        for _ in range(600):
+            acc += batch.to("cuda", non_blocking=pinned)
+            acc[: 1 << 20] *= w
+        print(f"acc {acc[:8].sum().item():.3f}")
+    timed(loop)
+
+
+def alloc_loop():
+    # Run with PYTORCH_NO_CUDA_MEMORY_CACHING=1 for the problem, without it for the fix.
+    x = torch.randn(1 << 20, device="cuda")
+
+    def loop():
+        for _ in range(3_000):
+            y = x * 2.0
+            z = y + 1.0
+            del y, z
+    timed(loop)
+
+
+def slow_startup():
+    timed(lambda: torch.ones(16, device="cuda").add_(1))
+
+
+def healthy_matmul():
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
+
+    def loop():
+        for _ in range(2_500):
+            torch.matmul(a, b)
+    timed(loop)
+
+
+def healthy_graph():
+    x = torch.randn(1 << 16, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            y = x
+            for _ in range(50):
+                y = y * 1.0001 + 0.1
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = x
+        for _ in range(50):
+            y = y * 1.0001 + 0.1
+
+    def loop():
+        for _ in range(20_000):
+            graph.replay()
+    timed(loop)
+
+
+MODES = {
+    "launch-bound": launch_bound,
+    "sync-stalled": lambda: sync_steps(False),
+    "sync-fixed": lambda: sync_steps(True),
+    "pageable-memcpy": lambda: copies(False),
+    "pageable-fixed": lambda: copies(True),
+    "alloc-churn": alloc_loop,
+    "alloc-fixed": alloc_loop,
+    "slow-startup": slow_startup,
+    "healthy-matmul": healthy_matmul,
+    "healthy-graph": healthy_graph,
+}
+
+if __name__ == "__main__":
+    MODES[sys.argv[1]]()
