@@ -40,12 +40,16 @@ def launch_bound():
 
 
 def sync_steps(fixed):
-    x = torch.randn(1 << 22, device="cuda")
+    # About as much GPU work (a 2048^2 bf16 matmul and a reduction) as host work per step,
+    # so a sync in every step serialises them.
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16, generator=g)
 
     def loop():
         total = torch.zeros((), device="cuda") if fixed else 0.0
-        for i in range(20_000):
-            y = (x * (i % 7)).square().mean()
+        for _ in range(20_000):
+            y = (a @ b).float().abs().mean()
             if fixed:
                 total += y
             else:

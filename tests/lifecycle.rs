@@ -79,7 +79,12 @@ fn dumps_are_not_world_writable_and_carry_the_header() {
         rank_env.contains(&serde_json::json!(["RANK", "3"])),
         "{rank_env:?}"
     );
-    assert!(dump["stop_unix_ns"].as_u64() >= dump["start_unix_ns"].as_u64());
+    let (start, first, stop) = (
+        dump["start_unix_ns"].as_u64().unwrap(),
+        dump["first_call_unix_ns"].as_u64().unwrap(),
+        dump["stop_unix_ns"].as_u64().unwrap(),
+    );
+    assert!(start <= first && first <= stop, "{start} {first} {stop}");
     assert_eq!(dump["histogram"]["buckets"], 976);
 }
 

@@ -128,10 +128,10 @@ fn activate() -> bool {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     if OWNER_PID.swap(pid, AcqRel) != pid {
-        START_UNIX_NS.store(
-            process_start_unix_ns().unwrap_or_else(clock::unix_ns),
-            Relaxed,
-        );
+        let now = clock::unix_ns();
+        FIRST_CALL_UNIX_NS.store(now, Relaxed);
+        // /proc gives 10 ms resolution: never let the start fall after the first call.
+        START_UNIX_NS.store(process_start_unix_ns().map_or(now, |s| s.min(now)), Relaxed);
         dump::capture_process_info();
         start_flusher();
     }

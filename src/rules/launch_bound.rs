@@ -1,5 +1,6 @@
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::profile::Profile;
+use gpuspy_format::SyncCause;
 
 /// So many small kernels that launching them is the bottleneck.
 pub struct LaunchBound;
@@ -30,8 +31,12 @@ or more launches at 10,000 or more a second, that is, a launch every 100 us or m
 A PyTorch eager op costs 5–15 us of host time, so such a loop is launch-bound whatever the
 GPU could do.
 
-Impact: the share of the steady-state time spent inside launch calls. This is a lower
-bound: CUDA graphs also remove the framework's per-op host work. Until kernel durations
+A host that spends half the time or more blocked in syncs is waiting for a busy GPU, so
+the rule does not fire then.
+
+Impact: the share of the steady-state time spent inside launch calls, but no more than the
+time the host was not blocked. It is a lower bound where the GPU idles: CUDA graphs also
+remove the framework's per-op host work. Until kernel durations
 are measured, the finding is a heuristic: large kernels at a high rate would keep the GPU busy.
 
 Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
@@ -44,10 +49,15 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
             .iter()
             .fold((0, 0), |(n, t), a| (n + p.calls(a), t + p.total_ns(a)));
         let per_s = launches as f64 / (steady as f64 / 1e9);
-        if launches < MIN_LAUNCHES || per_s < MIN_PER_S {
+        let blocked: u64 = [SyncCause::Explicit, SyncCause::SyncCopy]
+            .iter()
+            .filter_map(|&c| p.sync(c))
+            .map(|l| l.total_ns)
+            .sum();
+        if launches < MIN_LAUNCHES || per_s < MIN_PER_S || share(blocked, steady) >= 0.5 {
             return Outcome::Clear;
         }
-        let launch_share = share(launch_ns, steady);
+        let launch_share = share(launch_ns.min(steady.saturating_sub(blocked)), steady);
         Outcome::Found(
             Finding::new(
                 self,
@@ -85,6 +95,15 @@ mod tests {
         assert_eq!(f.severity, Severity::Warning);
         assert!((f.impact - 0.32).abs() < 0.01);
         assert!(f.heuristic);
+    }
+
+    #[test]
+    fn a_host_waiting_on_a_busy_gpu_is_not_launch_bound() {
+        let p = run(0.5)
+            .api("cuLaunchKernel", 40_000, 100.0, 0)
+            .sync(SyncCause::Explicit, 100, 300.0)
+            .build();
+        assert!(matches!(LaunchBound.check(&p), Outcome::Clear));
     }
 
     #[test]

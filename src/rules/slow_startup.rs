@@ -5,7 +5,7 @@ use crate::profile::{Profile, STARTUP_APIS};
 pub struct SlowStartup;
 
 const MIN_SHARE: f64 = 0.25;
-const MIN_NS: u64 = 500_000_000;
+const MIN_NS: u64 = 200_000_000;
 
 impl Rule for SlowStartup {
     fn id(&self) -> &'static str {
@@ -19,7 +19,7 @@ impl Rule for SlowStartup {
 
 Evidence: the time inside `cuInit`, `cuCtxCreate`, `cuDevicePrimaryCtxRetain`,
 `cuModuleLoad*`, `cuLibraryLoad*` and `cuLink*`, against the time from the first driver
-call to the end of the run. The rule fires when that is at least 0.5 s and 25 % of the
+call to the end of the run. The rule fires when that is at least 0.2 s and 25 % of the
 run. On an H200, `cuInit` and the primary context take about 0.3 s together.
 
 Impact: the start-up share of the run. Short jobs, CI tests and per-request processes pay
@@ -82,7 +82,7 @@ mod tests {
     fn a_long_run_amortises_its_start_up() {
         let p = run(60.0).api("cuInit", 1, 300.0, 0).build();
         assert!(matches!(SlowStartup.check(&p), Outcome::Clear));
-        let tiny = run(0.2).api("cuInit", 1, 150.0, 0).build();
+        let tiny = run(0.2).api("cuInit", 1, 100.0, 0).build();
         assert!(matches!(SlowStartup.check(&tiny), Outcome::Clear));
     }
 }

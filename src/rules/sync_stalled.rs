@@ -26,8 +26,12 @@ the first driver call, less start-up). The rule fires at 20 or more such waits a
 that take 10 % or more of that time. A wait at the end of a long GPU step is the GPU
 working, not a stall, so rare syncs never fire it.
 
-Impact: the blocked share, an upper bound of the gain. Until GPU busy time is measured
-the finding is a heuristic: the GPU may have been busy while the host waited.
+Impact: if the host works H and then waits W in each step, removing the wait lets host
+and GPU overlap, and the step takes at least max(H, W) instead of H + W. The gain is
+therefore at most min(H, W) / (H + W), summed over the run as
+min(blocked, steady - blocked) / steady. A host that waits nearly all the time is held by
+the GPU, not by the syncs, and this bound says so. Until GPU busy time is measured the
+finding is a heuristic: the GPU may have been busy for all of H as well.
 
 Fix: take synchronisation out of the step. Drop `.item()`, `.cpu()`, `.tolist()` and
 `print(tensor)` from the loop (accumulate metrics on the GPU and read them every N steps),
@@ -46,6 +50,8 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
         if per_s < MIN_SYNCS_PER_S || blocked_share < MIN_SHARE {
             return Outcome::Clear;
         }
+        let working = steady.saturating_sub(blocked);
+        let impact = share(blocked.min(working), steady);
         let (small_dtoh, _) = p.copied(Direction::DtoH, HostKind::Pinned);
         let item_like = p
             .calls("cuMemcpyDtoHAsync")
@@ -53,16 +59,18 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
         Outcome::Found(
             Finding::new(
                 self,
-                blocked_share,
+                impact,
                 format!(
-                    "the host waited for the GPU {calls} times ({per_s:.0}/s), {:.1} % of the steady-state time",
-                    blocked_share * 100.0
+                    "the host waited for the GPU {calls} times ({per_s:.0}/s), {:.1} % of the steady-state time; overlapping host and GPU would save at most {:.1} %",
+                    blocked_share * 100.0,
+                    impact * 100.0
                 ),
                 "Drop .item()/.cpu()/print(tensor) from the step (read metrics every N steps); no torch.cuda.synchronize() in the loop; non_blocking copies with events.",
             )
             .evidence("sync_calls", calls)
             .evidence("syncs_per_s", (per_s * 10.0).round() / 10.0)
             .evidence("blocked_ms", ms(blocked))
+            .evidence("blocked_share", blocked_share)
             .evidence("steady_ms", ms(steady))
             .evidence("dtoh_copy_then_sync_pairs", item_like)
             .evidence("dtoh_copies_to_pinned", small_dtoh)
@@ -99,6 +107,17 @@ mod tests {
     fn one_sync_at_the_end_of_gpu_work_is_not_a_stall() {
         let p = run(10.0).sync(SyncCause::Explicit, 2, 9000.0).build();
         assert!(matches!(SyncStalled.check(&p), Outcome::Clear));
+    }
+
+    #[test]
+    fn a_host_that_only_waits_is_held_by_the_gpu() {
+        // 98 % blocked: removing the syncs saves at most the 2 % of host work.
+        let p = run(1.0).sync(SyncCause::Explicit, 500, 980.0).build();
+        let Outcome::Found(f) = SyncStalled.check(&p) else {
+            panic!("no finding")
+        };
+        assert_eq!(f.severity, Severity::Info);
+        assert!((f.impact - 0.02).abs() < 0.005, "{}", f.impact);
     }
 
     #[test]
