@@ -40,15 +40,15 @@ def launch_bound():
 
 
 def sync_steps(fixed):
-    # About as much GPU work (a 2048^2 bf16 matmul and a reduction) as host work per step,
-    # so a sync in every step serialises them.
+    # More GPU work per step (a 4096^2 bf16 matmul and a reduction) than host work, so a
+    # sync in every step makes the two take turns instead of overlapping.
     g = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16, generator=g)
-    b = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16, generator=g)
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
 
     def loop():
         total = torch.zeros((), device="cuda") if fixed else 0.0
-        for _ in range(20_000):
+        for _ in range(8_000):
             y = (a @ b).float().abs().mean()
             if fixed:
                 total += y
