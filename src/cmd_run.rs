@@ -1,7 +1,7 @@
 //! `gpuspy run -- CMD ARGS...`: the one-step way to profile a program.
 
-use crate::cmd_report;
 use crate::profile::{dump_files, load, Profile};
+use crate::{cmd_check, cmd_diff, cmd_report};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,13 @@ fn shim_path() -> Result<PathBuf> {
     Ok(shim)
 }
 
-pub fn run(out: &Path, json: bool, command: &[String]) -> Result<ExitCode> {
+pub fn run(
+    out: &Path,
+    json: bool,
+    budget: Option<&Path>,
+    ci: &cmd_diff::Output,
+    command: &[String],
+) -> Result<ExitCode> {
     let shim = shim_path()?;
     let shim = std::fs::canonicalize(&shim).unwrap_or(shim);
     let Some((program, args)) = command.split_first() else {
@@ -63,8 +69,18 @@ pub fn run(out: &Path, json: bool, command: &[String]) -> Result<ExitCode> {
         .map(|p| load(p).map(|d| (p.clone(), d)))
         .collect::<Result<Vec<_>>>()?;
     eprintln!("gpuspy: {} dump(s) in {}", dumps.len(), out.display());
-    cmd_report::print(&Profile::from_dumps(&dumps), json, dumps.len() > 1);
-    Ok(code)
+    let profile = Profile::from_dumps(&dumps);
+    let Some(budget) = budget else {
+        cmd_report::print(&profile, json, dumps.len() > 1);
+        return Ok(code);
+    };
+    // A failing command keeps its own exit code; a passing one takes the gate's.
+    let passed = cmd_check::check_profile(&profile, budget, ci)?;
+    Ok(if code != ExitCode::SUCCESS || passed {
+        code
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Dumps in `dir` with their modification times. A dump is this run's if it is new or

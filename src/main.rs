@@ -1,5 +1,8 @@
 //! `gpuspy`: runs programs under `libgpuspy.so` and turns its dumps into reports.
 
+mod ci_output;
+mod cmd_check;
+mod cmd_diff;
 mod cmd_explain;
 mod cmd_report;
 mod cmd_run;
@@ -8,6 +11,8 @@ mod profile;
 mod render_json;
 mod render_text;
 mod rules;
+mod runs;
+mod stats;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -31,6 +36,12 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Gate on a budget (see `gpuspy check`) instead of printing the report; exit 1 if
+        /// an assertion fails.
+        #[arg(long, value_name = "BUDGET")]
+        check: Option<PathBuf>,
+        #[command(flatten)]
+        ci: CiFiles,
         /// The command and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
@@ -46,6 +57,40 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Compare two sets of runs; exit 1 on a significant regression.
+    Diff {
+        /// The base: a dump, a directory of one run's dumps, or a directory of run directories.
+        base: PathBuf,
+        /// The runs to compare against the base, in the same forms.
+        new: PathBuf,
+        /// Smallest relative change that counts (0.1 = 10 %).
+        #[arg(long, default_value_t = 0.10)]
+        threshold: f64,
+        /// Smallest absolute latency change that counts, in ns.
+        #[arg(long, default_value_t = 200)]
+        floor_ns: u64,
+        /// Smallest share of the time inside the driver an API must hold to count.
+        #[arg(long, default_value_t = 0.01)]
+        min_share: f64,
+        /// Significance level of the Mann-Whitney tests.
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        ci: CiFiles,
+    },
+    /// Check runs against a TOML budget; exit 1 if an assertion fails.
+    Check {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long, value_name = "FILE")]
+        budget: PathBuf,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        ci: CiFiles,
+    },
     /// Print a diagnosis rule's documentation, or list the rules.
     Explain {
         /// The rule id (for example sync-stalled); without it, all rules are listed.
@@ -56,10 +101,70 @@ enum Command {
     },
 }
 
+/// Files for CI systems, written by `diff`, `check` and `run --check`.
+#[derive(clap::Args)]
+struct CiFiles {
+    /// Write JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write a Markdown summary here (for $GITHUB_STEP_SUMMARY).
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+}
+
+impl CiFiles {
+    fn output(self, json: bool) -> cmd_diff::Output {
+        cmd_diff::Output {
+            json,
+            junit: self.junit,
+            markdown: self.markdown,
+        }
+    }
+}
+
+/// 0 when a gate passes, 1 when it fails.
+fn gate(passed: bool) -> ExitCode {
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { out, json, command } => cmd_run::run(&out, json, &command),
+        Command::Run {
+            out,
+            json,
+            check,
+            ci,
+            command,
+        } => cmd_run::run(&out, json, check.as_deref(), &ci.output(json), &command),
+        Command::Diff {
+            base,
+            new,
+            threshold,
+            floor_ns,
+            min_share,
+            alpha,
+            json,
+            ci,
+        } => {
+            let options = cmd_diff::Options {
+                threshold,
+                floor_ns,
+                min_share,
+                alpha,
+            };
+            cmd_diff::diff(&[base], &[new], &options, &ci.output(json)).map(gate)
+        }
+        Command::Check {
+            paths,
+            budget,
+            json,
+            ci,
+        } => cmd_check::check(&paths, &budget, &ci.output(json)).map(gate),
         Command::Report {
             json,
             per_process,

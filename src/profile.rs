@@ -79,6 +79,15 @@ impl Latency {
     pub fn quantile(&self, q: f64) -> u64 {
         hist::quantile(&self.dense, q, self.max_ns)
     }
+
+    fn merge(&mut self, other: &Latency) {
+        self.calls += other.calls;
+        self.total_ns = self.total_ns.saturating_add(other.total_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+        for (a, b) in self.dense.iter_mut().zip(&other.dense) {
+            *a += b;
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -131,48 +140,80 @@ impl Profile {
     pub fn from_dumps(dumps: &[(PathBuf, Dump)]) -> Profile {
         let mut p = Profile::default();
         for (path, d) in dumps {
-            p.processes.push(ProcessInfo {
-                path: path.clone(),
-                pid: d.process.pid,
-                host: d.process.host.clone(),
-                exe: d.process.exe.clone(),
-                cmdline: d.process.cmdline.clone(),
-                wall_ns: d.stop_unix_ns.saturating_sub(d.start_unix_ns),
-                active_ns: d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
-                    0 => d.start_unix_ns,
-                    first => first,
-                }),
-                driver_ns: d.driver_ns,
-                calls: d.apis.iter().map(|a| a.calls).sum(),
-                threads: d.threads,
-                complete: d.complete,
-            });
-            for a in &d.apis {
-                let api = p.apis.entry(base_name(&a.symbol).to_string()).or_default();
-                api.latency.add(a.calls, a.total_ns, a.max_ns, &a.hist);
-                api.nested += a.nested;
-                api.bytes += a.bytes;
-                for &(code, n) in &a.results {
-                    *api.results.entry(code).or_default() += n;
-                }
-                *api.symbols.entry(a.symbol.clone()).or_default() += a.calls;
-            }
-            for s in &d.syncs {
-                p.syncs
-                    .entry(s.cause)
-                    .or_default()
-                    .add(s.calls, s.total_ns, s.max_ns, &s.hist);
-            }
-            for c in &d.copies {
-                let cell = p.copies.entry((c.direction, c.host)).or_default();
-                cell.0 += c.calls;
-                cell.1 += c.bytes;
-            }
-            p.unwrapped.extend(d.unwrapped_symbols.iter().cloned());
+            p.absorb(&Profile::from_dump(path, d));
         }
-        p.unwrapped.sort();
-        p.unwrapped.dedup();
         p
+    }
+
+    fn from_dump(path: &Path, d: &Dump) -> Profile {
+        let mut p = Profile::default();
+        p.processes.push(ProcessInfo {
+            path: path.to_path_buf(),
+            pid: d.process.pid,
+            host: d.process.host.clone(),
+            exe: d.process.exe.clone(),
+            cmdline: d.process.cmdline.clone(),
+            wall_ns: d.stop_unix_ns.saturating_sub(d.start_unix_ns),
+            active_ns: d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
+                0 => d.start_unix_ns,
+                first => first,
+            }),
+            driver_ns: d.driver_ns,
+            calls: d.apis.iter().map(|a| a.calls).sum(),
+            threads: d.threads,
+            complete: d.complete,
+        });
+        for a in &d.apis {
+            let api = p.apis.entry(base_name(&a.symbol).to_string()).or_default();
+            api.latency.add(a.calls, a.total_ns, a.max_ns, &a.hist);
+            api.nested += a.nested;
+            api.bytes += a.bytes;
+            for &(code, n) in &a.results {
+                *api.results.entry(code).or_default() += n;
+            }
+            *api.symbols.entry(a.symbol.clone()).or_default() += a.calls;
+        }
+        for s in &d.syncs {
+            p.syncs
+                .entry(s.cause)
+                .or_default()
+                .add(s.calls, s.total_ns, s.max_ns, &s.hist);
+        }
+        for c in &d.copies {
+            let cell = p.copies.entry((c.direction, c.host)).or_default();
+            cell.0 += c.calls;
+            cell.1 += c.bytes;
+        }
+        p.unwrapped = d.unwrapped_symbols.clone();
+        p
+    }
+
+    /// Adds another profile's processes and counts to this one (several runs merged).
+    pub fn absorb(&mut self, other: &Profile) {
+        self.processes.extend(other.processes.iter().cloned());
+        for (name, api) in &other.apis {
+            let mine = self.apis.entry(name.clone()).or_default();
+            mine.latency.merge(&api.latency);
+            mine.nested += api.nested;
+            mine.bytes += api.bytes;
+            for (code, n) in &api.results {
+                *mine.results.entry(*code).or_default() += n;
+            }
+            for (symbol, n) in &api.symbols {
+                *mine.symbols.entry(symbol.clone()).or_default() += n;
+            }
+        }
+        for (cause, l) in &other.syncs {
+            self.syncs.entry(*cause).or_default().merge(l);
+        }
+        for (key, (calls, bytes)) in &other.copies {
+            let mine = self.copies.entry(*key).or_default();
+            mine.0 += calls;
+            mine.1 += bytes;
+        }
+        self.unwrapped.extend(other.unwrapped.iter().cloned());
+        self.unwrapped.sort();
+        self.unwrapped.dedup();
     }
 
     pub fn wall_ns(&self) -> u64 {

@@ -9,6 +9,8 @@ mod cli;
 mod diagnosis;
 /// One program per door, each asserting exact per-API counts.
 mod doors;
+/// `gpuspy diff` and `gpuspy check` as CI gates.
+mod gates;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
 mod lifecycle;
 /// Copies, implicit syncs, errors and latency buckets.

@@ -1,0 +1,297 @@
+//! `gpuspy check PATH --budget FILE`: assertions from a TOML budget, one pass/fail case each.
+//! The budget format is in docs/ci.md.
+
+use crate::ci_output::{Case, Gate};
+use crate::cmd_diff::Output;
+use crate::diagnose::{diagnose, Severity};
+use crate::profile::Profile;
+use crate::render_text::duration;
+use crate::rules;
+use crate::runs::load_runs;
+use anyhow::{bail, Context, Result};
+use gpuspy_format::SyncCause;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Steps per run, for the per-step limits.
+    steps: Option<u64>,
+    #[serde(default)]
+    api: BTreeMap<String, ApiBudget>,
+    syncs: Option<SyncBudget>,
+    findings: Option<FindingsBudget>,
+    gpu: Option<GpuBudget>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApiBudget {
+    p50_max_us: Option<f64>,
+    p99_max_us: Option<f64>,
+    max_per_run: Option<u64>,
+    max_per_step: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SyncBudget {
+    /// Largest share of the steady-state time the host may spend blocked in implicit syncs.
+    max_blocked_share: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FindingsBudget {
+    /// Rule ids that must not produce a warning.
+    forbid: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuBudget {
+    min_busy: f64,
+}
+
+pub fn load_budget(path: &Path) -> Result<Budget> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("budget {}: cannot read", path.display()))?;
+    let budget: Budget = toml::from_str(&text).map_err(|e| {
+        let first = e
+            .message()
+            .lines()
+            .next()
+            .unwrap_or("invalid TOML")
+            .to_string();
+        let at = e
+            .span()
+            .map(|s| format!(" (line {})", text[..s.start].lines().count().max(1)))
+            .unwrap_or_default();
+        anyhow::anyhow!("budget {}: {first}{at}", path.display())
+    })?;
+    for (name, a) in &budget.api {
+        if a.max_per_step.is_some() && budget.steps.is_none() {
+            bail!(
+                "budget {}: api.{name}.max_per_step needs `steps = N` at the top",
+                path.display()
+            );
+        }
+    }
+    if let Some(f) = &budget.findings {
+        for id in &f.forbid {
+            if rules::find(id).is_none() {
+                bail!(
+                    "budget {}: findings.forbid names no rule {id} (see `gpuspy explain`)",
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(budget)
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// Every assertion of the budget against one run.
+pub fn evaluate(b: &Budget, p: &Profile, run: &str) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let mut case = |name: String, passed: bool, message: String| {
+        let name = if run.is_empty() {
+            name
+        } else {
+            format!("{run}: {name}")
+        };
+        cases.push(Case {
+            name,
+            passed,
+            message,
+        });
+    };
+    for (name, a) in &b.api {
+        let calls = p.calls(name);
+        let latency = p.api(name).map(|api| &api.latency);
+        for (label, q, limit) in [("p50", 0.5, a.p50_max_us), ("p99", 0.99, a.p99_max_us)] {
+            if let Some(limit) = limit {
+                let value = latency.map_or(0, |l| l.quantile(q));
+                case(
+                    format!("{name} {label} <= {limit} us"),
+                    us(value) <= limit,
+                    format!("{label} {} over {calls} calls", duration(value)),
+                );
+            }
+        }
+        if let Some(limit) = a.max_per_run {
+            case(
+                format!("{name} calls <= {limit} per run"),
+                calls <= limit,
+                format!("{calls} calls"),
+            );
+        }
+        if let (Some(limit), Some(steps)) = (a.max_per_step, b.steps) {
+            let per_step = calls as f64 / steps.max(1) as f64;
+            case(
+                format!("{name} calls <= {limit} per step"),
+                per_step <= limit,
+                format!("{calls} calls over {steps} steps = {per_step:.2} per step"),
+            );
+        }
+    }
+    if let Some(s) = &b.syncs {
+        let blocked: u64 = SyncCause::ALL
+            .iter()
+            .filter_map(|&c| p.sync(c))
+            .map(|l| l.total_ns)
+            .sum();
+        let share = blocked as f64 / p.steady_ns() as f64;
+        case(
+            format!(
+                "blocked in syncs <= {:.1} % of steady time",
+                s.max_blocked_share * 100.0
+            ),
+            share <= s.max_blocked_share,
+            format!(
+                "{} blocked, {:.1} % of {}",
+                duration(blocked),
+                share * 100.0,
+                duration(p.steady_ns())
+            ),
+        );
+    }
+    if let Some(f) = &b.findings {
+        let diagnosis = diagnose(p);
+        for id in &f.forbid {
+            let found = diagnosis
+                .findings
+                .iter()
+                .find(|x| x.id == id && x.severity == Severity::Warning);
+            case(
+                format!("no {id} finding"),
+                found.is_none(),
+                found.map_or_else(|| "absent".to_string(), |x| x.summary.clone()),
+            );
+        }
+    }
+    if let Some(g) = &b.gpu {
+        case(
+            format!("GPU busy >= {:.0} %", g.min_busy * 100.0),
+            false,
+            "cannot check: GPU busy time is not collected yet (needs CUPTI activity)".into(),
+        );
+    }
+    cases
+}
+
+pub fn check(paths: &[PathBuf], budget: &Path, out: &Output) -> Result<bool> {
+    let budget = load_budget(budget)?;
+    let runs = load_runs(paths)?;
+    let cases: Vec<Case> = runs
+        .iter()
+        .flat_map(|r| {
+            let label = if runs.len() > 1 { r.name.as_str() } else { "" };
+            evaluate(&budget, &r.profile, label)
+        })
+        .collect();
+    report(&cases, out)
+}
+
+/// `gpuspy run --check`: the run just made, against the budget.
+pub fn check_profile(profile: &Profile, budget: &Path, out: &Output) -> Result<bool> {
+    let budget = load_budget(budget)?;
+    report(&evaluate(&budget, profile, ""), out)
+}
+
+fn report(cases: &[Case], out: &Output) -> Result<bool> {
+    Gate {
+        tool: "gpuspy check",
+        cases,
+    }
+    .emit(out.junit.as_deref(), out.markdown.as_deref())?;
+    let failed = cases.iter().filter(|c| !c.passed).count();
+    if out.json {
+        println!("{}", serde_json::json!({"failed": failed, "cases": cases}));
+    } else {
+        for c in cases {
+            println!(
+                "  {} {:<48} {}",
+                if c.passed { "ok  " } else { "FAIL" },
+                c.name,
+                c.message
+            );
+        }
+        println!(
+            "result: {}",
+            if failed == 0 {
+                format!("all {} assertion(s) hold", cases.len())
+            } else {
+                format!("{failed} of {} assertion(s) failed", cases.len())
+            }
+        );
+    }
+    Ok(failed == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::synthetic::run;
+
+    fn budget(text: &str) -> Budget {
+        toml::from_str(text).unwrap()
+    }
+
+    fn passed(cases: &[Case]) -> Vec<bool> {
+        cases.iter().map(|c| c.passed).collect()
+    }
+
+    #[test]
+    fn latency_and_count_limits() {
+        let p = run(1.0).api("cuStreamSynchronize", 100, 200.0, 0).build();
+        let b = budget(
+            "steps = 100\n[api.cuStreamSynchronize]\np50_max_us = 2500\np99_max_us = 1000\nmax_per_run = 100\nmax_per_step = 0.5\n",
+        );
+        // p50 of 2 ms passes 2.5 ms, fails 1 ms; 100 calls pass 100 per run, fail 0.5 per step.
+        assert_eq!(passed(&evaluate(&b, &p, "")), [true, false, true, false]);
+    }
+
+    #[test]
+    fn sync_share_and_forbidden_findings() {
+        let p = run(1.0)
+            .sync(SyncCause::PageableAsyncCopy, 200, 600.0)
+            .build();
+        let b = budget("[syncs]\nmax_blocked_share = 0.5\n[findings]\nforbid = [\"pageable-memcpy\", \"sync-stalled\"]\n");
+        assert_eq!(passed(&evaluate(&b, &p, "")), [false, false, true]);
+        let quiet = run(1.0).build();
+        assert_eq!(passed(&evaluate(&b, &quiet, "")), [true, true, true]);
+    }
+
+    #[test]
+    fn gpu_busy_cannot_be_checked_yet_and_says_so() {
+        let cases = evaluate(&budget("[gpu]\nmin_busy = 0.9\n"), &run(1.0).build(), "");
+        assert!(!cases[0].passed);
+        assert!(cases[0].message.contains("not collected yet"));
+    }
+
+    #[test]
+    fn malformed_budgets_get_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |text: &str| {
+            let p = dir.path().join("b.toml");
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let e = load_budget(&write("[api.cuInit]\np50_max = 3\n")).unwrap_err();
+        assert!(e.to_string().contains("unknown field `p50_max`"), "{e}");
+        let e = load_budget(&write("steps = \"many\"\n")).unwrap_err();
+        assert!(e.to_string().contains("line 1"), "{e}");
+        let e = load_budget(&write("[api.cuInit]\nmax_per_step = 1\n")).unwrap_err();
+        assert!(e.to_string().contains("needs `steps = N`"), "{e}");
+        let e = load_budget(&write("[findings]\nforbid = [\"no-such\"]\n")).unwrap_err();
+        assert!(e.to_string().contains("names no rule no-such"), "{e}");
+        let e = load_budget(&dir.path().join("missing.toml")).unwrap_err();
+        assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+}

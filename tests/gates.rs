@@ -1,0 +1,209 @@
+use crate::support::*;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// One run of the simulated training step with `cuStreamSynchronize` taking `sync_us`.
+fn step_run(dir: &Path, sync_us: u64) {
+    let delay = format!("cuStreamSynchronize={},cuLaunchKernel=2000", sync_us * 1000);
+    let status = command(
+        &program("simulated_step"),
+        &["300"],
+        &[("FAKECUDA_DELAY_NS", &delay)],
+        dir,
+    )
+    .stdout(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+}
+
+/// `runs` runs under dir/run<i>, the form `gpuspy diff` reads as several runs.
+fn runs(dir: &Path, runs: usize, sync_us: u64) {
+    for i in 0..runs {
+        step_run(&dir.join(format!("run{i}")), sync_us);
+    }
+}
+
+fn gpuspy_cmd(args: &[&str]) -> Output {
+    Command::new(gpuspy())
+        .args(args)
+        .env_remove("GITHUB_ACTIONS")
+        .output()
+        .unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn diff_names_a_40_percent_slower_sync_and_passes_unchanged_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    runs(&base, 3, 1000);
+
+    let slower = dir.path().join("slower");
+    step_run(&slower, 1400);
+    let out = gpuspy_cmd(&["diff", s(&base), s(&slower)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("REGRESSION") && l.contains("cuStreamSynchronize p50"));
+    assert!(line.is_some(), "{text}");
+
+    // Three repeated runs of the unchanged configuration: no false alarm.
+    for i in 0..3 {
+        let again = dir.path().join(format!("again{i}"));
+        step_run(&again, 1000);
+        let out = gpuspy_cmd(&["diff", s(&base), s(&again)]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    // And the same three as a set of runs.
+    let set = dir.path().join("set");
+    runs(&set, 3, 1000);
+    let out = gpuspy_cmd(&["diff", "--json", s(&base), s(&set)]);
+    assert_eq!(out.status.code(), Some(0));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["regressions"], 0);
+    assert_eq!(r["base_runs"], 3);
+    assert_eq!(r["new_runs"], 3);
+}
+
+#[test]
+fn check_gates_with_junit_markdown_and_github_annotations() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    step_run(&run_dir, 1000);
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(
+        &budget,
+        "steps = 300\n\
+         [api.cuStreamSynchronize]\np50_max_us = 500\nmax_per_step = 1\n\
+         [api.cuLaunchKernel]\nmax_per_run = 20000\n\
+         [syncs]\nmax_blocked_share = 0.99\n\
+         [findings]\nforbid = [\"pageable-memcpy\"]\n",
+    )
+    .unwrap();
+    let junit = dir.path().join("junit.xml");
+    let markdown = dir.path().join("summary.md");
+    let out = Command::new(gpuspy())
+        .args([
+            "check",
+            s(&run_dir),
+            "--budget",
+            s(&budget),
+            "--junit",
+            s(&junit),
+            "--markdown",
+            s(&markdown),
+        ])
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    // p50 of ~1 ms breaks the 500 us ceiling; everything else holds.
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("FAIL"))
+            .count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("FAIL cuStreamSynchronize p50 <= 500 us"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("::error title=gpuspy check::"))
+            .count(),
+        1,
+        "{text}"
+    );
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(md.starts_with("### gpuspy check: 1 failed"), "{md}");
+
+    // The JUnit file validates against the JUnit schema.
+    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit.xsd");
+    let lint = Command::new("xmllint")
+        .args(["--noout", "--schema", s(&xsd), s(&junit)])
+        .output()
+        .expect("xmllint (libxml2-utils; tools/ensure-deps.sh installs it)");
+    assert!(
+        lint.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"5\" failures=\"1\""), "{xml}");
+
+    // Loosen the one limit: the gate passes.
+    let loose = dir.path().join("loose.toml");
+    std::fs::write(
+        &loose,
+        std::fs::read_to_string(&budget)
+            .unwrap()
+            .replace("p50_max_us = 500", "p50_max_us = 5000"),
+    )
+    .unwrap();
+    let out = gpuspy_cmd(&["check", s(&run_dir), "--budget", s(&loose)]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn malformed_budget_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    step_run(&run_dir, 10);
+    let budget = dir.path().join("bad.toml");
+    std::fs::write(&budget, "[api.cuInit\np50_max_us = 3\n").unwrap();
+    let out = gpuspy_cmd(&["check", s(&run_dir), "--budget", s(&budget)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("gpuspy: budget ") && err.contains("line 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_with_a_budget_is_a_one_step_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "[api.cuStreamSynchronize]\nmax_per_run = 100\n").unwrap();
+    let gate = |steps: &str| {
+        Command::new(gpuspy())
+            .args([
+                "run",
+                "--check",
+                s(&budget),
+                "-o",
+                s(&dir.path().join(steps)),
+                "--",
+            ])
+            .arg(program("simulated_step"))
+            .arg(steps)
+            .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+            .env_remove("GITHUB_ACTIONS")
+            .output()
+            .unwrap()
+    };
+    assert_eq!(gate("50").status.code(), Some(0));
+    let over = gate("150");
+    assert_eq!(over.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&over.stdout)
+        .contains("FAIL cuStreamSynchronize calls <= 100 per run"));
+}
