@@ -78,10 +78,9 @@ impl Gate<'_> {
             .filter(|c| !c.passed)
             .map(|c| {
                 format!(
-                    "::error title={}::{}: {}\n",
-                    gh_escape(self.tool),
-                    gh_escape(&c.name),
-                    gh_escape(&c.message)
+                    "::error title={}::{}\n",
+                    gh_property(self.tool),
+                    gh_data(&format!("{}: {}", c.name, c.message))
                 )
             })
             .collect()
@@ -122,13 +121,16 @@ fn md_escape(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-/// GitHub's workflow-command escaping for properties and data.
-fn gh_escape(s: &str) -> String {
+/// GitHub's workflow-command escaping of the message.
+fn gh_data(s: &str) -> String {
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
-        .replace(':', "%3A")
-        .replace(',', "%2C")
+}
+
+/// ... and of a property such as `title`, which also may not hold `:` or `,`.
+fn gh_property(s: &str) -> String {
+    gh_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 #[cfg(test)]

@@ -3,13 +3,13 @@
 //!
 //! Counts are deterministic, so they are compared exactly (per run, averaged over runs).
 //! Latencies are compared with Mann-Whitney U: across runs on the per-run medians when each
-//! side has at least three runs, otherwise on the two pooled histograms, where every call is
-//! a sample. A change is a regression only if it is significant, at least `--threshold`
+//! side has at least four runs (with three a side the exact test cannot go below p = 0.1),
+//! otherwise on the two pooled histograms, where every call is a sample. A change is a regression only if it is significant, at least `--threshold`
 //! relative, at least `--floor-ns` absolute, and the API holds at least `--min-share` of
 //! the time inside the driver, so that tiny APIs and noise do not raise an alarm.
 
 use crate::ci_output::{Case, Gate};
-use crate::diagnose::{diagnose, Severity};
+use crate::diagnose::{diagnose, WARNING_IMPACT};
 use crate::profile::{Latency, Profile};
 use crate::render_text::{bytes, duration};
 use crate::runs::{load_runs, Run};
@@ -17,7 +17,7 @@ use crate::stats;
 use anyhow::{bail, Result};
 use gpuspy_format::{Direction, HostKind, SyncCause};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 pub struct Options {
@@ -95,6 +95,9 @@ fn percent(rel: f64) -> String {
     }
 }
 
+/// Runs per side from which runs, not calls, are the samples of the latency test.
+const MIN_RUNS_ACROSS: usize = 4;
+
 fn latency_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
     let names: BTreeSet<&String> = base
         .merged
@@ -111,7 +114,7 @@ fn latency_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) 
             continue;
         }
         let share = b.latency.total_ns.max(n.latency.total_ns) as f64 / driver_ns as f64;
-        let test = if base.runs.len() >= 3 && new.runs.len() >= 3 {
+        let test = if base.runs.len() >= MIN_RUNS_ACROSS && new.runs.len() >= MIN_RUNS_ACROSS {
             let p50s = |s: &Side| -> Vec<f64> {
                 s.runs
                     .iter()
@@ -264,33 +267,38 @@ fn copy_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
     }
 }
 
-/// Warnings that appeared or went away.
-fn finding_changes(base: &Side, new: &Side, out: &mut Vec<Change>) {
-    let warnings = |p: &Profile| -> BTreeSet<&'static str> {
+/// Findings whose impact moved by at least the threshold, in points of the time they are
+/// measured against. A finding near the warning line flips between warning and info from
+/// run to run; only a material change in its impact is a regression.
+fn finding_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
+    let impacts = |p: &Profile| -> BTreeMap<&'static str, f64> {
         diagnose(p)
             .findings
             .into_iter()
-            .filter(|f| f.severity == Severity::Warning)
-            .map(|f| f.id)
+            .map(|f| (f.id, f.impact))
             .collect()
     };
-    let (b, n) = (warnings(&base.merged), warnings(&new.merged));
-    for id in n.difference(&b) {
+    let (b, n) = (impacts(&base.merged), impacts(&new.merged));
+    let ids: BTreeSet<&&str> = b.keys().chain(n.keys()).collect();
+    for id in ids {
+        let (bi, ni) = (
+            b.get(id).copied().unwrap_or(0.0),
+            n.get(id).copied().unwrap_or(0.0),
+        );
+        let moved = ni - bi;
+        let kind = if moved >= o.threshold && ni >= WARNING_IMPACT {
+            Kind::Regression
+        } else if -moved >= o.threshold {
+            Kind::Improvement
+        } else {
+            continue;
+        };
         out.push(Change {
-            kind: Kind::Regression,
-            what: format!("finding {id}"),
-            base: "absent".into(),
-            new: "warning".into(),
-            detail: format!("appeared; `gpuspy explain {id}`"),
-        });
-    }
-    for id in b.difference(&n) {
-        out.push(Change {
-            kind: Kind::Improvement,
-            what: format!("finding {id}"),
-            base: "warning".into(),
-            new: "absent".into(),
-            detail: "went away".into(),
+            kind,
+            what: format!("finding {id} impact"),
+            base: format!("{:.0} %", bi * 100.0),
+            new: format!("{:.0} %", ni * 100.0),
+            detail: format!("{:+.0} points; `gpuspy explain {id}`", moved * 100.0),
         });
     }
 }
@@ -310,7 +318,7 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
     count_changes(&base, &new, o, &mut changes);
     sync_changes(&base, &new, o, &mut changes);
     copy_changes(&base, &new, o, &mut changes);
-    finding_changes(&base, &new, &mut changes);
+    finding_changes(&base, &new, o, &mut changes);
     changes.sort_by_key(|c| match c.kind {
         Kind::Regression => 0,
         Kind::Improvement => 1,
@@ -386,4 +394,59 @@ fn render(r: &DiffReport, o: &Options) -> String {
         }
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::synthetic::run;
+
+    fn runs(launch_ms: f64) -> Vec<Run> {
+        (0..3)
+            .map(|i| Run {
+                name: format!("run{i}"),
+                profile: run(1.0).api("cuLaunchKernel", 20_000, launch_ms, 0).build(),
+            })
+            .collect()
+    }
+
+    fn options() -> Options {
+        Options {
+            threshold: 0.10,
+            floor_ns: 200,
+            min_share: 0.01,
+            alpha: 0.05,
+        }
+    }
+
+    #[test]
+    fn a_finding_flickering_at_the_warning_line_is_no_regression() {
+        // launch-bound at 4.9 % (info) in the base and 5.1 % (warning) in the new runs.
+        let r = compare(&runs(49.0), &runs(51.0), &options());
+        assert_eq!(r.regressions, 0, "{:?}", r.changes);
+    }
+
+    #[test]
+    fn a_finding_that_grows_materially_is_a_regression() {
+        let r = compare(&runs(20.0), &runs(300.0), &options());
+        let names: Vec<&str> = r
+            .changes
+            .iter()
+            .filter(|c| c.kind == Kind::Regression)
+            .map(|c| c.what.as_str())
+            .collect();
+        assert!(names.contains(&"finding launch-bound impact"), "{names:?}");
+        assert!(names.contains(&"cuLaunchKernel p50"), "{names:?}");
+    }
+
+    #[test]
+    fn identical_runs_change_nothing() {
+        let r = compare(&runs(100.0), &runs(100.0), &options());
+        assert_eq!(r.regressions, 0);
+        assert!(
+            r.changes.iter().all(|c| c.kind == Kind::Unchanged),
+            "{:?}",
+            r.changes
+        );
+    }
 }
