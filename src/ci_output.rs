@@ -175,7 +175,7 @@ mod tests {
         .github_annotations();
         assert_eq!(lines.lines().count(), 1);
         assert!(
-            lines.starts_with("::error title=gpuspy diff::cuStreamSynchronize p50%3A p50 1.00 ms")
+            lines.starts_with("::error title=gpuspy diff::cuStreamSynchronize p50: p50 1.00 ms")
         );
     }
 
