@@ -126,7 +126,8 @@ fn latency_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) 
         } else {
             stats::histograms(&b.latency.dense, &n.latency.dense)
         };
-        for (label, q, min_calls) in [("p50", 0.5, 1), ("p99", 0.99, 100)] {
+        // A p99 needs enough calls above it to be stable (10 from 1,000 calls).
+        for (label, q, min_calls) in [("p50", 0.5, 1), ("p99", 0.99, 1000)] {
             if b.latency.calls < min_calls || n.latency.calls < min_calls {
                 continue;
             }
