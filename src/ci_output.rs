@@ -3,7 +3,14 @@
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// How a gate reports: JSON or text on stdout, and the files CI systems read.
+pub struct Output {
+    pub json: bool,
+    pub junit: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+}
 
 /// One named pass/fail result.
 #[derive(Debug, Clone, Serialize)]

@@ -1,8 +1,7 @@
 //! `gpuspy check PATH --budget FILE`: assertions from a TOML budget, one pass/fail case each.
 //! The budget format is in docs/ci.md.
 
-use crate::ci_output::{Case, Gate};
-use crate::cmd_diff::Output;
+use crate::ci_output::{Case, Gate, Output};
 use crate::diagnose::{diagnose, Severity};
 use crate::profile::Profile;
 use crate::render_text::duration;

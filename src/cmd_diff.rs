@@ -8,7 +8,7 @@
 //! relative, at least `--floor-ns` absolute, and the API holds at least `--min-share` of
 //! the time inside the driver, so that tiny APIs and noise do not raise an alarm.
 
-use crate::ci_output::{Case, Gate};
+use crate::ci_output::{Case, Gate, Output};
 use crate::diagnose::{diagnose, WARNING_IMPACT};
 use crate::profile::{Latency, Profile};
 use crate::render_text::{bytes, duration};
@@ -335,12 +335,6 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
             .count(),
         changes,
     }
-}
-
-pub struct Output {
-    pub json: bool,
-    pub junit: Option<PathBuf>,
-    pub markdown: Option<PathBuf>,
 }
 
 pub fn diff(base: &[PathBuf], new: &[PathBuf], o: &Options, out: &Output) -> Result<bool> {

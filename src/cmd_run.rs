@@ -1,7 +1,8 @@
 //! `gpuspy run -- CMD ARGS...`: the one-step way to profile a program.
 
+use crate::ci_output::Output;
 use crate::profile::{dump_files, load, Profile};
-use crate::{cmd_check, cmd_diff, cmd_report};
+use crate::{cmd_check, cmd_report};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ pub fn run(
     out: &Path,
     json: bool,
     budget: Option<&Path>,
-    ci: &cmd_diff::Output,
+    ci: &Output,
     command: &[String],
 ) -> Result<ExitCode> {
     let shim = shim_path()?;

@@ -113,8 +113,8 @@ struct CiFiles {
 }
 
 impl CiFiles {
-    fn output(self, json: bool) -> cmd_diff::Output {
-        cmd_diff::Output {
+    fn output(self, json: bool) -> ci_output::Output {
+        ci_output::Output {
             json,
             junit: self.junit,
             markdown: self.markdown,
