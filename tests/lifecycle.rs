@@ -68,7 +68,13 @@ fn dumps_are_not_world_writable_and_carry_the_header() {
     assert_eq!(dump["schema_version"], 1);
     let pid = dump["process"]["pid"].as_u64().unwrap();
     let name = dumps[0].file_name().unwrap().to_str().unwrap();
-    assert!(name.ends_with(&format!("-{pid}.json")), "{name}");
+    assert!(
+        name.starts_with("gpuspy-r3-") && name.ends_with(&format!("-{pid}.json")),
+        "{name}"
+    );
+    assert_eq!(dump["process"]["rank"]["rank"], 3);
+    assert_eq!(dump["process"]["rank"]["world_size"], 8);
+    assert_eq!(dump["process"]["rank"]["source"], "RANK");
     assert!(dump["process"]["exe"]
         .as_str()
         .unwrap()

@@ -6,7 +6,7 @@ use crate::lifecycle::config;
 use crate::record::{self, Series, ThreadStats};
 use crate::{clock, unwrapped};
 use gpuspy_format::{
-    hist, ApiRecord, CopyRecord, Direction, Dump, HostKind, Process, SyncCause, SyncRecord,
+    hist, ApiRecord, CopyRecord, Direction, Dump, HostKind, Process, Rank, SyncCause, SyncRecord,
     SCHEMA_NAME, SCHEMA_VERSION,
 };
 use std::io::Write;
@@ -14,28 +14,6 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::sync::OnceLock;
-
-/// Environment variables that identify a rank, in the order launchers set them.
-const RANK_VARS: &[&str] = &[
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "TORCHELASTIC_RESTART_COUNT",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "PMIX_RANK",
-    "PALS_RANKID",
-    "PALS_LOCAL_RANKID",
-    "SLURM_PROCID",
-    "SLURM_LOCALID",
-    "SLURM_NTASKS",
-    "SLURM_JOB_ID",
-];
 
 /// The parts of the header that do not change over a process's life.
 struct Identity {
@@ -62,9 +40,9 @@ pub fn capture_process_info() {
                     .collect()
             })
             .unwrap_or_default(),
-        rank_env: RANK_VARS
-            .iter()
-            .filter_map(|&name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
+        rank_env: gpuspy_format::rank_variables()
+            .into_iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
             .collect(),
     });
 }
@@ -179,6 +157,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
             exe: identity.map(|i| i.exe.clone()).unwrap_or_default(),
             cmdline: identity.map(|i| i.cmdline.clone()).unwrap_or_default(),
             rank_env: identity.map(|i| i.rank_env.clone()).unwrap_or_default(),
+            rank: identity.and_then(|i| Rank::from_env(&i.rank_env)),
         },
         start_unix_ns: times.start_unix_ns,
         stop_unix_ns: clock::unix_ns(),
@@ -218,9 +197,7 @@ fn write_to(dir: &Path, dump: &Dump) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o755)
         .create(dir)?;
-    let host = &dump.process.host;
-    let pid = dump.process.pid;
-    let name = format!("gpuspy-{host}-{pid}.json");
+    let name = dump_name(&dump.process);
     let tmp = dir.join(format!(".{name}.{}.tmp", WRITE_SEQ.fetch_add(1, Relaxed)));
     let json = serde_json::to_vec(dump).map_err(std::io::Error::other)?;
     let mut file = std::fs::OpenOptions::new()
@@ -237,6 +214,25 @@ fn write_to(dir: &Path, dump: &Dump) -> std::io::Result<()> {
             let _ = std::fs::remove_file(&tmp);
             Err(e)
         }
+    }
+}
+
+/// `gpuspy-<host>-<pid>.json`, or `gpuspy-r<rank>-<host>-<pid>.json` in a distributed job
+/// (the pid stays: DataLoader workers inherit their rank's variables), with `-restart<n>`
+/// added after a torchelastic restart.
+fn dump_name(p: &Process) -> String {
+    let host = &p.host;
+    let pid = p.pid;
+    match &p.rank {
+        Some(r) => {
+            let restart = r
+                .restart
+                .filter(|&n| n > 0)
+                .map(|n| format!("-restart{n}"))
+                .unwrap_or_default();
+            format!("gpuspy-r{}-{host}-{pid}{restart}.json", r.rank)
+        }
+        None => format!("gpuspy-{host}-{pid}.json"),
     }
 }
 

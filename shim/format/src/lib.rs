@@ -55,6 +55,78 @@ pub struct Process {
     pub cmdline: Vec<String>,
     /// Rank-identifying environment variables that were set (`RANK`, `LOCAL_RANK`, ...).
     pub rank_env: Vec<(String, String)>,
+    /// The rank resolved from `rank_env`, if any launcher set one.
+    #[serde(default)]
+    pub rank: Option<Rank>,
+}
+
+/// Which rank of a distributed job a process is, from its launcher's environment.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Rank {
+    pub rank: u32,
+    pub local_rank: Option<u32>,
+    pub world_size: Option<u32>,
+    /// The variable the rank came from, e.g. `RANK` or `SLURM_PROCID`.
+    pub source: String,
+    pub job_id: Option<String>,
+    pub restart: Option<u32>,
+}
+
+/// Launcher conventions, in precedence order: (rank, local rank, world size, job id).
+/// `RANK` wins because under `srun torchrun` every worker inherits the agent's
+/// `SLURM_PROCID` but gets its own `RANK`.
+const RANK_SOURCES: &[(&str, &str, &str, &str)] = &[
+    ("RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"),
+    (
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "OMPI_MCA_ess_base_jobid",
+    ),
+    ("PMI_RANK", "PMI_LOCAL_RANK", "PMI_SIZE", "PMI_JOBID"),
+    ("PMIX_RANK", "PMI_LOCAL_RANK", "PMI_SIZE", "PMI_JOBID"),
+    ("PALS_RANKID", "PALS_LOCAL_RANKID", "PALS_SIZE", "PALS_APID"),
+    (
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "SLURM_NTASKS",
+        "SLURM_JOB_ID",
+    ),
+];
+
+/// Every variable `Rank::from_env` may read, for the shim to capture.
+pub fn rank_variables() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = RANK_SOURCES
+        .iter()
+        .flat_map(|&(a, b, c, d)| [a, b, c, d])
+        .chain([
+            "TORCHELASTIC_RESTART_COUNT",
+            "SLURM_JOB_ID",
+            "LOCAL_WORLD_SIZE",
+            "GROUP_RANK",
+        ])
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+impl Rank {
+    /// The rank from `(name, value)` pairs by launcher precedence; None outside a job.
+    pub fn from_env(env: &[(String, String)]) -> Option<Rank> {
+        let get = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let number = |name: &str| get(name).and_then(|v| v.trim().parse::<u32>().ok());
+        RANK_SOURCES.iter().find_map(|&(rank, local, world, job)| {
+            Some(Rank {
+                rank: number(rank)?,
+                local_rank: number(local),
+                world_size: number(world),
+                source: rank.to_string(),
+                job_id: get(job).or_else(|| get("SLURM_JOB_ID")).map(str::to_string),
+                restart: number("TORCHELASTIC_RESTART_COUNT"),
+            })
+        })
+    }
 }
 
 /// Per exact exported symbol (`cuMemcpyHtoDAsync_v2_ptsz`, not the base name).
@@ -220,6 +292,52 @@ fn strip_version(name: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn rank_precedence_follows_the_launchers() {
+        // srun torchrun: every worker inherits SLURM_PROCID=0 but has its own RANK.
+        let r = Rank::from_env(&env(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_JOB_ID", "4242"),
+            ("RANK", "5"),
+            ("LOCAL_RANK", "1"),
+            ("WORLD_SIZE", "8"),
+            ("TORCHELASTIC_RESTART_COUNT", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            r,
+            Rank {
+                rank: 5,
+                local_rank: Some(1),
+                world_size: Some(8),
+                source: "RANK".into(),
+                job_id: Some("4242".into()),
+                restart: Some(2),
+            }
+        );
+        let mpi = Rank::from_env(&env(&[
+            ("OMPI_COMM_WORLD_RANK", "3"),
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("PMI_RANK", "9"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (mpi.rank, mpi.source.as_str(), mpi.world_size),
+            (3, "OMPI_COMM_WORLD_RANK", Some(4))
+        );
+        let slurm = Rank::from_env(&env(&[("SLURM_PROCID", "7"), ("SLURM_NTASKS", "16")])).unwrap();
+        assert_eq!((slurm.rank, slurm.world_size), (7, Some(16)));
+        assert_eq!(Rank::from_env(&env(&[("RANK", "x")])), None);
+        assert_eq!(Rank::from_env(&env(&[("HOME", "/root")])), None);
+    }
 
     #[test]
     fn base_name_strips_versions_and_stream_suffixes() {
