@@ -1,14 +1,13 @@
 //! `gpuspy report`.
 
 use crate::diagnose::diagnose;
-use crate::profile::{load_all, Profile};
+use crate::profile::Profile;
 use crate::{render_json, render_text};
 use anyhow::Result;
 use std::path::PathBuf;
 
 pub fn report(paths: &[PathBuf], json: bool, per_process: bool) -> Result<()> {
-    let dumps = load_all(paths)?;
-    print(&Profile::from_dumps(&dumps), json, per_process);
+    print(&Profile::load(paths)?, json, per_process);
     Ok(())
 }
 

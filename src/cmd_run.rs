@@ -1,7 +1,7 @@
 //! `gpuspy run -- CMD ARGS...`: the one-step way to profile a program.
 
 use crate::ci_output::Output;
-use crate::profile::{dump_files, load, Profile};
+use crate::profile::{dump_files, Profile};
 use crate::{cmd_check, cmd_report};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -65,14 +65,10 @@ pub fn run(
         );
         return Ok(code);
     }
-    let dumps = mine
-        .iter()
-        .map(|p| load(p).map(|d| (p.clone(), d)))
-        .collect::<Result<Vec<_>>>()?;
-    eprintln!("gpuspy: {} dump(s) in {}", dumps.len(), out.display());
-    let profile = Profile::from_dumps(&dumps);
+    eprintln!("gpuspy: {} dump(s) in {}", mine.len(), out.display());
+    let profile = Profile::load(&mine)?;
     let Some(budget) = budget else {
-        cmd_report::print(&profile, json, dumps.len() > 1);
+        cmd_report::print(&profile, json, mine.len() > 1);
         return Ok(code);
     };
     // A failing command keeps its own exit code; a passing one takes the gate's.

@@ -230,6 +230,10 @@ pub mod synthetic {
             calls: 0,
             threads: 1,
             complete: true,
+            rank: None,
+            steady_ns: (active_s * 1e9) as u64,
+            blocked_ns: 0,
+            launches: 0,
         });
         Builder(p)
     }
@@ -267,6 +271,17 @@ pub mod synthetic {
 
         pub fn copy(mut self, dir: Direction, host: HostKind, calls: u64, bytes: u64) -> Builder {
             self.0.copies.insert((dir, host), (calls, bytes));
+            self
+        }
+
+        /// Adds a rank: a process with its own steady time and time blocked in syncs.
+        pub fn rank(mut self, rank: u32, steady_s: f64, blocked_s: f64) -> Builder {
+            let mut p = self.0.processes[0].clone();
+            p.rank = Some(rank);
+            p.pid = 100 + rank;
+            p.steady_ns = (steady_s * 1e9) as u64;
+            p.blocked_ns = (blocked_s * 1e9) as u64;
+            self.0.processes.push(p);
             self
         }
 

@@ -125,6 +125,20 @@ pub struct ProcessInfo {
     pub calls: u64,
     pub threads: u32,
     pub complete: bool,
+    /// The launcher's rank, if the process ran in a distributed job.
+    pub rank: Option<u32>,
+    /// This process's steady-state time: active time less start-up calls.
+    pub steady_ns: u64,
+    /// Time this process's host threads spent blocked in explicit syncs and sync copies.
+    pub blocked_ns: u64,
+    pub launches: u64,
+}
+
+impl ProcessInfo {
+    /// The share of its steady-state time the process spent waiting for the GPU.
+    pub fn wait_share(&self) -> f64 {
+        self.blocked_ns as f64 / self.steady_ns.max(1) as f64
+    }
 }
 
 #[derive(Debug, Default)]
@@ -137,16 +151,22 @@ pub struct Profile {
 }
 
 impl Profile {
-    pub fn from_dumps(dumps: &[(PathBuf, Dump)]) -> Profile {
+    /// Loads and merges every dump under `paths` one at a time, so memory stays bounded by
+    /// the merged profile however many rank dumps there are.
+    pub fn load(paths: &[PathBuf]) -> Result<Profile> {
         let mut p = Profile::default();
-        for (path, d) in dumps {
-            p.absorb(&Profile::from_dump(path, d));
+        for file in dump_files(paths)? {
+            p.absorb(&Profile::from_dump(&file, &load(&file)?));
         }
-        p
+        Ok(p)
     }
 
     fn from_dump(path: &Path, d: &Dump) -> Profile {
         let mut p = Profile::default();
+        let active_ns = d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
+            0 => d.start_unix_ns,
+            first => first,
+        });
         p.processes.push(ProcessInfo {
             path: path.to_path_buf(),
             pid: d.process.pid,
@@ -154,14 +174,15 @@ impl Profile {
             exe: d.process.exe.clone(),
             cmdline: d.process.cmdline.clone(),
             wall_ns: d.stop_unix_ns.saturating_sub(d.start_unix_ns),
-            active_ns: d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
-                0 => d.start_unix_ns,
-                first => first,
-            }),
+            active_ns,
             driver_ns: d.driver_ns,
             calls: d.apis.iter().map(|a| a.calls).sum(),
             threads: d.threads,
             complete: d.complete,
+            rank: d.process.rank.as_ref().map(|r| r.rank),
+            steady_ns: 0,
+            blocked_ns: 0,
+            launches: 0,
         });
         for a in &d.apis {
             let api = p.apis.entry(base_name(&a.symbol).to_string()).or_default();
@@ -185,6 +206,18 @@ impl Profile {
             cell.1 += c.bytes;
         }
         p.unwrapped = d.unwrapped_symbols.clone();
+        let steady = p.steady_ns();
+        let blocked = [SyncCause::Explicit, SyncCause::SyncCopy]
+            .iter()
+            .filter_map(|&c| p.sync(c))
+            .map(|l| l.total_ns)
+            .sum();
+        let launches = LAUNCH_APIS.iter().map(|a| p.calls(a)).sum();
+        if let Some(me) = p.processes.first_mut() {
+            me.steady_ns = steady;
+            me.blocked_ns = blocked;
+            me.launches = launches;
+        }
         p
     }
 
@@ -294,10 +327,5 @@ pub const STARTUP_APIS: &[&str] = &[
     "cuLinkComplete",
 ];
 
-/// Loads every dump under `paths`.
-pub fn load_all(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Dump)>> {
-    dump_files(paths)?
-        .into_iter()
-        .map(|f| load(&f).map(|d| (f, d)))
-        .collect()
-}
+/// Kernel launch APIs (graph launches are counted apart).
+pub const LAUNCH_APIS: &[&str] = &["cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel"];

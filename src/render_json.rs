@@ -62,6 +62,8 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
                 "path": pr.path, "pid": pr.pid, "host": pr.host, "exe": pr.exe,
                 "cmdline": pr.cmdline, "wall_ns": pr.wall_ns, "driver_ns": pr.driver_ns,
                 "calls": pr.calls, "threads": pr.threads, "complete": pr.complete,
+                "rank": pr.rank, "steady_ns": pr.steady_ns, "blocked_ns": pr.blocked_ns,
+                "wait_share": pr.wait_share(), "launches": pr.launches,
             })
         })
         .collect();

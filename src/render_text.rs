@@ -45,6 +45,41 @@ fn percent(part: u64, whole: u64) -> String {
     }
 }
 
+/// One row per rank, when the dumps come from a distributed job. Past 16 ranks, the 8 that
+/// wait least (straggler candidates) and the 8 that wait most.
+fn ranks(out: &mut String, p: &Profile) {
+    let mut ranked: Vec<_> = p.processes.iter().filter(|x| x.rank.is_some()).collect();
+    if ranked.len() < 2 {
+        return;
+    }
+    ranked.sort_by(|a, b| a.wait_share().total_cmp(&b.wait_share()));
+    let _ = writeln!(out, "\nRanks ({}), by share of time waiting for the GPU", ranked.len());
+    let _ = writeln!(
+        out,
+        "  {:>6}  {:<16} {:>8}  {:>10}  {:>8}  {:>10}",
+        "rank", "host", "pid", "steady", "waiting", "launches"
+    );
+    const SHOWN: usize = 8;
+    for (i, x) in ranked.iter().enumerate() {
+        if ranked.len() > 2 * SHOWN && i == SHOWN {
+            let _ = writeln!(out, "  ... {} more ranks ...", ranked.len() - 2 * SHOWN);
+        }
+        if ranked.len() > 2 * SHOWN && (SHOWN..ranked.len() - SHOWN).contains(&i) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  {:>6}  {:<16} {:>8}  {:>10}  {:>7.1}%  {:>10}",
+            x.rank.unwrap_or_default(),
+            x.host,
+            x.pid,
+            duration(x.steady_ns),
+            x.wait_share() * 100.0,
+            x.launches
+        );
+    }
+}
+
 /// The verdict, then the six layers bottom up, each with its status and findings.
 fn diagnosis(out: &mut String, d: &Diagnosis) {
     match d.verdict() {
@@ -127,6 +162,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
             "note: {incomplete} dump(s) come from a periodic flush (process killed or still running): data up to the last flush"
         );
     }
+    ranks(&mut out, p);
     if per_process {
         let _ = writeln!(out, "\nProcesses");
         let _ = writeln!(

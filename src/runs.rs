@@ -4,7 +4,7 @@
 //! one run, merged). A directory whose subdirectories hold the dumps is several runs, one per
 //! subdirectory.
 
-use crate::profile::{dump_files, is_dump_name, load, Profile};
+use crate::profile::{is_dump_name, Profile};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -17,13 +17,9 @@ pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     for path in paths {
         for run_path in run_paths(path)? {
-            let dumps = dump_files(std::slice::from_ref(&run_path))?
-                .into_iter()
-                .map(|f| load(&f).map(|d| (f, d)))
-                .collect::<Result<Vec<_>>>()?;
             runs.push(Run {
                 name: run_path.display().to_string(),
-                profile: Profile::from_dumps(&dumps),
+                profile: Profile::load(std::slice::from_ref(&run_path))?,
             });
         }
     }

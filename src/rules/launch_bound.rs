@@ -1,15 +1,10 @@
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
-use crate::profile::Profile;
+use crate::profile::{Profile, LAUNCH_APIS};
 use gpuspy_format::SyncCause;
 
 /// So many small kernels that launching them is the bottleneck.
 pub struct LaunchBound;
 
-const LAUNCH_APIS: &[&str] = &[
-    "cuLaunchKernel",
-    "cuLaunchKernelEx",
-    "cuLaunchCooperativeKernel",
-];
 const MIN_LAUNCHES: u64 = 1000;
 /// A launch every 100 us or more often.
 const MIN_PER_S: f64 = 10_000.0;

@@ -6,6 +6,7 @@ mod h2d_bound;
 mod launch_bound;
 mod needs_gpu_data;
 mod pageable_memcpy;
+mod rank_straggler;
 mod slow_startup;
 mod sync_stalled;
 
@@ -25,7 +26,9 @@ pub static ALL: &[&dyn Rule] = &[
     &launch_bound::LaunchBound,
     &needs_gpu_data::SmallGrid,
     &needs_gpu_data::InputStarved,
+    &rank_straggler::RankStraggler,
     &sync_stalled::SyncStalled,
+    &needs_gpu_data::CommBound,
 ];
 
 pub fn find(id: &str) -> Option<&'static dyn Rule> {

@@ -98,6 +98,17 @@ SM count, weighted by kernel time.
 Fix: larger batches, or fuse work into fewer, larger kernels. Split-K and persistent
 kernels for matrix work.";
 
+    /// Collectives dominate the step.
+    CommBound, "comm-bound", Framework, CUPTI,
+    "Collective communication (NCCL all-reduce, all-gather, ...) takes most of the step and is not overlapped with compute.
+
+Evidence (from CUPTI records of the NCCL kernels, not collected yet): the GPU time of the
+collectives against the step, and the bytes moved against the link's bus bandwidth.
+
+Fix: overlap communication with backward compute (DDP bucketing, `bucket_cap_mb`), use
+gradient accumulation to communicate less often, compress (bf16 gradients), check the
+topology (`NCCL_DEBUG=INFO`, NVLink vs PCIe).";
+
     /// The GPU waits for input data.
     InputStarved, "input-starved", Pipeline, CUPTI,
     "The GPU sits idle while the host is outside the driver, typically loading and preparing the next batch.
