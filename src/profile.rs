@@ -328,4 +328,8 @@ pub const STARTUP_APIS: &[&str] = &[
 ];
 
 /// Kernel launch APIs (graph launches are counted apart).
-pub const LAUNCH_APIS: &[&str] = &["cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel"];
+pub const LAUNCH_APIS: &[&str] = &[
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+];

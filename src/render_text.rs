@@ -53,7 +53,11 @@ fn ranks(out: &mut String, p: &Profile) {
         return;
     }
     ranked.sort_by(|a, b| a.wait_share().total_cmp(&b.wait_share()));
-    let _ = writeln!(out, "\nRanks ({}), by share of time waiting for the GPU", ranked.len());
+    let _ = writeln!(
+        out,
+        "\nRanks ({}), by share of time waiting for the GPU",
+        ranked.len()
+    );
     let _ = writeln!(
         out,
         "  {:>6}  {:<16} {:>8}  {:>10}  {:>8}  {:>10}",

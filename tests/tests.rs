@@ -13,5 +13,7 @@ mod doors;
 mod gates;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
 mod lifecycle;
+/// Distributed jobs: rank naming, stragglers, scale.
+mod ranks;
 /// Copies, implicit syncs, errors and latency buckets.
 mod recording;

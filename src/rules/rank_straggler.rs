@@ -105,7 +105,9 @@ mod tests {
             .rank(2, 10.0, 6.1)
             .rank(3, 10.0, 5.9)
             .build();
-        let Outcome::Found(f) = RankStraggler.check(&p) else { panic!("no finding") };
+        let Outcome::Found(f) = RankStraggler.check(&p) else {
+            panic!("no finding")
+        };
         assert_eq!(f.evidence["rank"], 1);
         assert!((f.impact - 0.55).abs() < 0.01, "{}", f.impact);
         assert!(f.summary.contains("they wait for rank 1"));
@@ -120,6 +122,9 @@ mod tests {
             .rank(3, 10.0, 2.9)
             .build();
         assert!(matches!(RankStraggler.check(&p), Outcome::Clear));
-        assert!(matches!(RankStraggler.check(&run(1.0).build()), Outcome::Clear));
+        assert!(matches!(
+            RankStraggler.check(&run(1.0).build()),
+            Outcome::Clear
+        ));
     }
 }

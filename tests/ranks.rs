@@ -1,0 +1,122 @@
+use crate::support::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// One simulated rank: `launch_ns` of host work per launch, `sync_ns` waiting per step.
+fn rank(dir: &Path, rank: u32, launch_ns: u64, sync_ns: u64) {
+    let delay = format!("cuLaunchKernel={launch_ns},cuStreamSynchronize={sync_ns}");
+    let rank_s = rank.to_string();
+    let status = command(
+        &program("simulated_step"),
+        &["100"],
+        &[
+            ("FAKECUDA_DELAY_NS", delay.as_str()),
+            ("RANK", rank_s.as_str()),
+            ("LOCAL_RANK", rank_s.as_str()),
+            ("WORLD_SIZE", "4"),
+            ("SLURM_PROCID", "0"),
+        ],
+        dir,
+    )
+    .stdout(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+}
+
+fn straggler(r: &Value) -> Option<&Value> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "rank-straggler")
+}
+
+#[test]
+fn the_slow_rank_is_named_and_an_even_job_names_none() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rank 1 does 40 x 50 us of host work a step and hardly waits; the others wait 2 ms.
+    for r in 0..4 {
+        let (launch, sync) = if r == 1 {
+            (50_000, 100_000)
+        } else {
+            (5_000, 2_000_000)
+        };
+        rank(dir.path(), r, launch, sync);
+    }
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    for r in 0..4 {
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with(&format!("gpuspy-r{r}-"))),
+            "{names:?}"
+        );
+    }
+    let report = report_json(&[dir.path()]);
+    let processes = report["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 4);
+    let f = straggler(&report).expect("rank-straggler finding");
+    assert_eq!(f["evidence"]["rank"], 1, "{f}");
+    assert_eq!(f["layer"], "pipeline");
+
+    let even = tempfile::tempdir().unwrap();
+    for r in 0..4 {
+        rank(even.path(), r, 5_000, 2_000_000);
+    }
+    let report = report_json(&[even.path()]);
+    assert!(straggler(&report).is_none(), "{}", report["findings"]);
+}
+
+#[test]
+#[allow(clippy::zombie_processes)] // the child is reaped by wait4, which also gives its rusage
+fn a_thousand_rank_dumps_merge_in_seconds_with_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let template: Value = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-torch-pageable.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    for r in 0..1000u32 {
+        let mut d = template.clone();
+        d["process"]["pid"] = (10_000 + r).into();
+        d["process"]["rank"] = serde_json::json!({"rank": r, "source": "RANK", "world_size": 1000});
+        std::fs::write(
+            dir.path()
+                .join(format!("gpuspy-r{r}-node{}-{}.json", r / 8, 10_000 + r)),
+            serde_json::to_vec(&d).unwrap(),
+        )
+        .unwrap();
+    }
+    let started = std::time::Instant::now();
+    let mut child = std::process::Command::new(gpuspy())
+        .args(["report", "--json"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    // wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would include any earlier
+    // child's, such as a rustc under cargo build).
+    let mut status = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: waiting for our own child; wait4 writes status and usage.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, usage.as_mut_ptr()) };
+    let elapsed = started.elapsed();
+    assert_eq!(pid, child.id() as i32);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    let r: Value = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(r["processes"].as_array().unwrap().len(), 1000);
+    assert_eq!(count(&r, "cuMemcpyHtoDAsync"), 200 * 1000);
+    assert!(elapsed.as_secs_f64() < 10.0, "took {elapsed:?}");
+    // SAFETY: wait4 filled usage.
+    let max_rss_mib = unsafe { usage.assume_init() }.ru_maxrss / 1024;
+    eprintln!("1,000 dumps: {elapsed:?}, peak RSS {max_rss_mib} MiB");
+    assert!(max_rss_mib < 256, "peak RSS of a child {max_rss_mib} MiB");
+}
