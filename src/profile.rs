@@ -148,6 +148,10 @@ pub struct Profile {
     pub syncs: BTreeMap<SyncCause, Latency>,
     pub copies: BTreeMap<(Direction, HostKind), (u64, u64)>,
     pub unwrapped: Vec<String>,
+    /// NCCL `(op, datatype)` -> `(calls, bytes)`, over all processes.
+    pub nccl_ops: BTreeMap<(String, String), (u64, u64)>,
+    /// Communicator key -> `(operations, bytes, members seen)`, over all processes.
+    pub communicators: BTreeMap<String, (u64, u64, u32)>,
 }
 
 impl Profile {
@@ -206,6 +210,18 @@ impl Profile {
             cell.1 += c.bytes;
         }
         p.unwrapped = d.unwrapped_symbols.clone();
+        if let Some(n) = &d.nccl {
+            for o in &n.ops {
+                p.nccl_ops
+                    .insert((o.op.clone(), o.datatype.clone()), (o.calls, o.bytes));
+            }
+            for c in &n.communicators {
+                let mine = p.communicators.entry(c.key.clone()).or_default();
+                mine.0 += c.operations;
+                mine.1 += c.bytes;
+                mine.2 += 1;
+            }
+        }
         let steady = p.steady_ns();
         let blocked = [SyncCause::Explicit, SyncCause::SyncCopy]
             .iter()
@@ -247,6 +263,17 @@ impl Profile {
         self.unwrapped.extend(other.unwrapped.iter().cloned());
         self.unwrapped.sort();
         self.unwrapped.dedup();
+        for (key, (calls, bytes)) in &other.nccl_ops {
+            let mine = self.nccl_ops.entry(key.clone()).or_default();
+            mine.0 += calls;
+            mine.1 += bytes;
+        }
+        for (key, (ops, bytes, members)) in &other.communicators {
+            let mine = self.communicators.entry(key.clone()).or_default();
+            mine.0 += ops;
+            mine.1 += bytes;
+            mine.2 += members;
+        }
     }
 
     pub fn wall_ns(&self) -> u64 {

@@ -75,6 +75,14 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
         "syncs": syncs,
         "copies": copies,
         "unwrapped_symbols": p.unwrapped,
+        "nccl": {
+            "ops": p.nccl_ops.iter().map(|((op, dt), (calls, bytes))| {
+                json!({"op": op, "datatype": dt, "calls": calls, "bytes": bytes})
+            }).collect::<Vec<_>>(),
+            "communicators": p.communicators.iter().map(|(key, (ops, bytes, members))| {
+                json!({"key": key, "operations": ops, "bytes": bytes, "members_seen": members})
+            }).collect::<Vec<_>>(),
+        },
         "active_ns": p.active_ns(),
         "steady_ns": p.steady_ns(),
         "verdict": d.verdict().map(|f| f.id),

@@ -266,6 +266,21 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
             );
         }
     }
+    if !p.nccl_ops.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNCCL operations (host-side enqueue; {} communicator(s))",
+            p.communicators.len()
+        );
+        let _ = writeln!(
+            out,
+            "  {:<14} {:<10} {:>10} {:>12}",
+            "op", "datatype", "calls", "bytes"
+        );
+        for ((op, dt), (calls, n)) in &p.nccl_ops {
+            let _ = writeln!(out, "  {op:<14} {dt:<10} {calls:>10} {:>12}", bytes(*n));
+        }
+    }
     let _ = writeln!(out, "\nTop time sinks");
     for (i, (name, api)) in p.by_total_time().into_iter().take(5).enumerate() {
         let _ = writeln!(

@@ -120,3 +120,70 @@ fn a_thousand_rank_dumps_merge_in_seconds_with_bounded_memory() {
     eprintln!("1,000 dumps: {elapsed:?}, peak RSS {max_rss_mib} MiB");
     assert!(max_rss_mib < 256, "peak RSS of a child {max_rss_mib} MiB");
 }
+
+fn nccl_section(run: &Run) -> Value {
+    let dumps = run.dumps();
+    assert_eq!(dumps.len(), 1);
+    let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
+    dump["nccl"].clone()
+}
+
+fn op(nccl: &Value, op: &str, datatype: &str) -> (u64, u64) {
+    nccl["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == op && o["datatype"] == datatype)
+        .map(|o| (o["calls"].as_u64().unwrap(), o["bytes"].as_u64().unwrap()))
+        .unwrap_or((0, 0))
+}
+
+#[test]
+fn nccl_calls_are_counted_with_bytes_and_matching_communicator_keys() {
+    let ranks: Vec<Run> = (0..2)
+        .map(|r| run("nccl", &[&r.to_string()], &[]))
+        .collect();
+    let keys: Vec<Vec<String>> = ranks
+        .iter()
+        .map(|run| {
+            let n = nccl_section(run);
+            assert_eq!(op(&n, "AllReduce", "float32"), (100, 100 * 1024 * 4));
+            assert_eq!(op(&n, "AllGather", "bfloat16"), (10, 10 * 512 * 2));
+            assert_eq!(op(&n, "Send", "int8"), (5, 5 * 256));
+            assert_eq!(op(&n, "Recv", "int8"), (5, 5 * 256));
+            assert_eq!(op(&n, "Broadcast", "float64"), (3, 3 * 8 * 8));
+            assert_eq!(n["groups"], 5);
+            let comms = n["communicators"].as_array().unwrap();
+            assert_eq!(comms.len(), 2, "{comms:?}");
+            // The world communicator: 100 + 10 + 5 + 5 operations; the split one: 3.
+            let ops: Vec<u64> = comms
+                .iter()
+                .map(|c| c["operations"].as_u64().unwrap())
+                .collect();
+            assert!(ops.contains(&120) && ops.contains(&3), "{ops:?}");
+            comms
+                .iter()
+                .map(|c| c["key"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect();
+    // Both ranks computed the same keys, for the world and for the split communicator.
+    assert_eq!(keys[0], keys[1]);
+    let r = ranks[0].report();
+    assert_eq!(count(&r, "ncclAllReduce"), 100);
+    assert_eq!(count(&r, "ncclGroupStart"), 5);
+    // Merged over both ranks, each communicator is seen from its two members.
+    let both = report_json(&[ranks[0].out_dir.path(), ranks[1].out_dir.path()]);
+    let comms = both["nccl"]["communicators"].as_array().unwrap();
+    assert_eq!(comms.len(), 2);
+    assert!(comms.iter().all(|c| c["members_seen"] == 2), "{comms:?}");
+}
+
+#[test]
+fn nccl_reached_through_dlopen_and_dlsym_is_counted_too() {
+    let run = run("nccl", &["0", "dlopen"], &[]);
+    assert!(run.stdout().contains("nccl rank 0: done"));
+    let n = nccl_section(&run);
+    assert_eq!(op(&n, "AllReduce", "float32"), (100, 409_600));
+    assert_eq!(n["communicators"].as_array().unwrap().len(), 2);
+}

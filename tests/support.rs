@@ -10,7 +10,8 @@ use std::sync::{Mutex, OnceLock};
 pub struct Artifacts {
     /// target/<profile>: gpuspy, libgpuspy.so, the fake libcuda.so.
     pub bin_dir: PathBuf,
-    /// A directory holding only the fake driver, as libcuda.so.1 and libcuda.so.
+    /// A directory holding only the fake driver (libcuda.so.1, libcuda.so) and the fake
+    /// NCCL (libnccl.so.2, libnccl.so).
     pub driver_dir: PathBuf,
 }
 
@@ -24,7 +25,16 @@ pub fn artifacts() -> &'static Artifacts {
     ARTIFACTS.get_or_init(|| {
         let bin_dir = gpuspy().parent().unwrap().to_path_buf();
         let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "-q", "-p", "gpuspy-shim", "-p", "fakecuda"]);
+        build.args([
+            "build",
+            "-q",
+            "-p",
+            "gpuspy-shim",
+            "-p",
+            "fakecuda",
+            "-p",
+            "fakenccl",
+        ]);
         if bin_dir.ends_with("release") {
             build.arg("--release");
         }
@@ -35,10 +45,15 @@ pub fn artifacts() -> &'static Artifacts {
         );
         let driver_dir = bin_dir.join("fake-driver");
         std::fs::create_dir_all(&driver_dir).unwrap();
-        for name in ["libcuda.so.1", "libcuda.so"] {
-            let dst = driver_dir.join(name);
-            let _ = std::fs::remove_file(&dst);
-            std::fs::copy(bin_dir.join("libcuda.so"), &dst).unwrap();
+        for (built, names) in [
+            ("libcuda.so", ["libcuda.so.1", "libcuda.so"]),
+            ("libnccl.so", ["libnccl.so.2", "libnccl.so"]),
+        ] {
+            for name in names {
+                let dst = driver_dir.join(name);
+                let _ = std::fs::remove_file(&dst);
+                std::fs::copy(bin_dir.join(built), &dst).unwrap();
+            }
         }
         Artifacts {
             bin_dir,
@@ -75,7 +90,7 @@ pub fn program(name: &str) -> PathBuf {
         .arg(&src)
         .arg("-L")
         .arg(&a.driver_dir)
-        .args(["-lcuda", "-ldl", "-lpthread"])
+        .args(["-lcuda", "-lnccl", "-ldl", "-lpthread"])
         .output()
         .expect("a C compiler (cc) is needed for the integration tests");
     assert!(

@@ -72,13 +72,20 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
     };
     // SAFETY: forwarding the caller's arguments.
     let found = unsafe { real(handle, symbol) };
-    // Fast path for everything that is not a driver entry point (`cu` + capital letter;
-    // this excludes cudnn*, cublas*, curl_*).
-    // SAFETY: symbol is a C string per dlsym's contract (null is tolerated).
-    if found.is_null() || symbol.is_null() || !is_driver_name(unsafe { CStr::from_ptr(symbol) }) {
+    if found.is_null() || symbol.is_null() {
         return found;
     }
-    swap_for_wrapper(found, symbol)
+    // SAFETY: symbol is a C string per dlsym's contract.
+    let name = unsafe { CStr::from_ptr(symbol) };
+    // Fast path for everything that is neither a driver entry point (`cu` + capital letter;
+    // this excludes cudnn*, cublas*, curl_*) nor NCCL.
+    if is_driver_name(name) {
+        swap_for_wrapper(found, symbol)
+    } else if name.to_bytes().starts_with(b"nccl") {
+        nccl_wrapper(found, name)
+    } else {
+        found
+    }
 }
 
 fn is_driver_name(name: &CStr) -> bool {
@@ -153,6 +160,23 @@ unsafe fn swap_resolved(result: CUresult, pfn: *mut *mut c_void, symbol: *const 
     }
 }
 
+/// Our wrapper for an NCCL function looked up by name (NCCL has one ABI per name), unless
+/// the lookup already found our own export.
+#[cold]
+#[inline(never)]
+fn nccl_wrapper(found: *mut c_void, name: &CStr) -> *mut c_void {
+    if is_own_address(found) {
+        return found;
+    }
+    match ALL_HOOKS
+        .iter()
+        .find(|h| h.is_nccl() && h.name().as_bytes() == name.to_bytes())
+    {
+        Some(&hook) => wrapper_address(hook),
+        None => found,
+    }
+}
+
 /// Our wrapper for the driver entry point at `found`, or `found` itself when we do not wrap
 /// it (its name is then remembered once).
 #[cold]
@@ -162,7 +186,7 @@ fn swap_for_wrapper(found: *mut c_void, symbol: *const c_char) -> *mut c_void {
     if let Some(hook) = ALL_HOOKS
         .iter()
         .copied()
-        .find(|&h| real_fn(h) == Some(found))
+        .find(|&h| !h.is_nccl() && real_fn(h) == Some(found))
     {
         return wrapper_address(hook);
     }
@@ -195,20 +219,25 @@ pub fn real_fn(hook: Hook) -> Option<*mut c_void> {
     }
 }
 
-/// Resolves one hook against libcuda. Racing threads compute the same answer.
+/// Resolves one hook: a driver hook against libcuda, an NCCL hook to NCCL's `pncclX`
+/// alias. Racing threads compute the same answer.
 #[cold]
 #[inline(never)]
 fn resolve(hook: Hook) -> Option<*mut c_void> {
     let i = hook as usize;
-    let handle = driver_handle();
-    let found = if handle.is_null() {
-        std::ptr::null_mut()
+    let (handle, found) = if hook.is_nccl() {
+        nccl_function(hook)
     } else {
-        let name = HOOK_NAMES[i];
-        match CStr::from_bytes_with_nul(name.as_bytes()) {
-            Ok(name) => lookup(handle, name),
-            Err(_) => std::ptr::null_mut(),
-        }
+        let handle = driver_handle();
+        let found = if handle.is_null() {
+            std::ptr::null_mut()
+        } else {
+            match CStr::from_bytes_with_nul(HOOK_NAMES[i].as_bytes()) {
+                Ok(name) => lookup(handle, name),
+                Err(_) => std::ptr::null_mut(),
+            }
+        };
+        (handle, found)
     };
     // A lookup that lands in our own library would make the wrapper call itself.
     if found.is_null() || is_own_address(found) {
@@ -226,6 +255,35 @@ fn resolve(hook: Hook) -> Option<*mut c_void> {
 #[cfg(test)]
 pub fn inject_real(hook: Hook, f: *mut c_void) {
     REAL[hook as usize].store(f, Release);
+}
+
+/// NCCL's `p`-prefixed alias of an NCCL hook, and the library it came from (null if NCCL is
+/// not loaded). RTLD_NEXT finds a libnccl in the global scope; one loaded as a dependency of
+/// a module opened with RTLD_LOCAL (a Python extension) is found by its soname.
+fn nccl_function(hook: Hook) -> (*mut c_void, *mut c_void) {
+    let none = (std::ptr::null_mut(), std::ptr::null_mut());
+    let mut buf = [0u8; 64];
+    let bare = hook.name().as_bytes();
+    let Some(target) = buf.get_mut(..bare.len() + 1) else {
+        return none;
+    };
+    target[0] = b'p';
+    target[1..].copy_from_slice(bare);
+    let Ok(name) = CStr::from_bytes_until_nul(&buf) else {
+        return none;
+    };
+    let next = lookup(libc::RTLD_NEXT, name);
+    if !next.is_null() {
+        return (libc::RTLD_NEXT, next);
+    }
+    for soname in [c"libnccl.so.2", c"libnccl.so"] {
+        // SAFETY: a valid C string; RTLD_NOLOAD only returns an already loaded object.
+        let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if !h.is_null() {
+            return (h, lookup(h, name));
+        }
+    }
+    none
 }
 
 static DRIVER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());

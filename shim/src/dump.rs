@@ -172,6 +172,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         syncs,
         copies,
         unwrapped_symbols: unwrapped::names(),
+        nccl: crate::nccl::snapshot(),
     }
 }
 

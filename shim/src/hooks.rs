@@ -301,10 +301,30 @@ manual {
     cuGetProcAddress_v2 => crate::doors::cuGetProcAddress_v2;
     cuLaunchKernel => crate::launch::cuLaunchKernel;
     cuLaunchKernel_ptsz => crate::launch::cuLaunchKernel_ptsz;
+    // NCCL (nccl.rs): resolved to libnccl's `pncclX` aliases, not to libcuda.
+    ncclAllReduce => crate::nccl::ncclAllReduce;
+    ncclBroadcast => crate::nccl::ncclBroadcast;
+    ncclReduce => crate::nccl::ncclReduce;
+    ncclAllGather => crate::nccl::ncclAllGather;
+    ncclReduceScatter => crate::nccl::ncclReduceScatter;
+    ncclSend => crate::nccl::ncclSend;
+    ncclRecv => crate::nccl::ncclRecv;
+    ncclGroupStart => crate::nccl::ncclGroupStart;
+    ncclGroupEnd => crate::nccl::ncclGroupEnd;
+    ncclCommInitRank => crate::nccl::ncclCommInitRank;
+    ncclCommInitRankConfig => crate::nccl::ncclCommInitRankConfig;
+    ncclCommSplit => crate::nccl::ncclCommSplit;
+    ncclCommDestroy => crate::nccl::ncclCommDestroy;
+    ncclCommAbort => crate::nccl::ncclCommAbort;
 }
 }
 
 impl Hook {
+    /// Whether this hook wraps NCCL rather than the driver.
+    pub fn is_nccl(self) -> bool {
+        self.name().starts_with("nccl")
+    }
+
     /// The exact exported name, without the NUL.
     pub fn name(self) -> &'static str {
         let name = HOOK_NAMES[self as usize];

@@ -32,6 +32,7 @@ mod hooks;
 mod hostmem;
 mod launch;
 mod lifecycle;
+mod nccl;
 mod record;
 mod tls;
 mod unwrapped;

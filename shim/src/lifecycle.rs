@@ -160,6 +160,7 @@ extern "C" fn on_fork_child() {
     WRITING.store(false, Relaxed);
     record::reset_arena();
     unwrapped::reset();
+    crate::nccl::reset();
 }
 
 fn start_flusher() {

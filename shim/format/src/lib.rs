@@ -44,6 +44,40 @@ pub struct Dump {
     pub copies: Vec<CopyRecord>,
     /// Driver entry points the program looked up that gpuspy does not wrap (passed through).
     pub unwrapped_symbols: Vec<String>,
+    /// NCCL traffic, when the process called NCCL (per-call latencies are in `apis`).
+    #[serde(default)]
+    pub nccl: Option<Nccl>,
+}
+
+/// What the process asked NCCL to do: host-side enqueue, not GPU time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Nccl {
+    /// Per collective (`AllReduce`, `Send`, ...) and datatype (`float32`, ...).
+    pub ops: Vec<NcclOps>,
+    pub communicators: Vec<Communicator>,
+    /// `ncclGroupStart` calls; the operations inside a group are launched at its end.
+    pub groups: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NcclOps {
+    pub op: String,
+    pub datatype: String,
+    pub calls: u64,
+    pub bytes: u64,
+}
+
+/// A communicator this process was a member of.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Communicator {
+    /// Equal on every rank of the communicator: a hash of the `ncclUniqueId` it was created
+    /// from, or of its parent's key, split count and color for `ncclCommSplit`.
+    pub key: String,
+    pub rank: i32,
+    pub nranks: i32,
+    /// Operations issued on it: the sequence number its next operation would get.
+    pub operations: u64,
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

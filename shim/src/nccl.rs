@@ -1,0 +1,476 @@
+//! NCCL interposition through NCCL's profiling interface: every public function is a weak
+//! `ncclX` with a strong alias `pncclX`, so the shim defines `ncclX` and forwards to `pncclX`
+//! (`doors::resolve` looks up the `p` name in the loaded libnccl). It records what the
+//! process asked NCCL to do: per-call enqueue latency (the usual per-hook histograms), calls
+//! and bytes per collective and datatype, and for each communicator a key that is equal on
+//! all its ranks and the number of operations issued on it. The GPU time of the collectives
+//! needs CUPTI and is not measured.
+//!
+//! NCCL calls are orders of magnitude rarer than driver calls, so the tables here are global
+//! and updated with atomic read-modify-writes; they never allocate or lock.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use crate::doors::real_fn;
+use crate::effect::Effect;
+use crate::hooks::{Hook, Ptr};
+use crate::record;
+use gpuspy_format::{Communicator, Nccl, NcclOps};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
+
+pub type NcclResult = c_int;
+/// `ncclInternalError`: what a wrapper returns when the loaded NCCL lacks the function.
+const NCCL_INTERNAL_ERROR: NcclResult = 3;
+
+/// `ncclUniqueId`, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UniqueId([u8; 128]);
+
+const OPS: [&str; 7] = [
+    "AllReduce",
+    "Broadcast",
+    "Reduce",
+    "AllGather",
+    "ReduceScatter",
+    "Send",
+    "Recv",
+];
+/// `ncclDataType_t` values 0..=11 and their sizes.
+const DATATYPES: [(&str, u64); 12] = [
+    ("int8", 1),
+    ("uint8", 1),
+    ("int32", 4),
+    ("uint32", 4),
+    ("int64", 8),
+    ("uint64", 8),
+    ("float16", 2),
+    ("float32", 4),
+    ("float64", 8),
+    ("bfloat16", 2),
+    ("float8e4m3", 1),
+    ("float8e5m2", 1),
+];
+const UNKNOWN_TYPE: usize = DATATYPES.len();
+
+struct Cell {
+    calls: AtomicU64,
+    bytes: AtomicU64,
+}
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_CELL: Cell = Cell {
+    calls: AtomicU64::new(0),
+    bytes: AtomicU64::new(0),
+};
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_ROW: [Cell; DATATYPES.len() + 1] = [EMPTY_CELL; DATATYPES.len() + 1];
+static OP_TABLE: [[Cell; DATATYPES.len() + 1]; OPS.len()] = [EMPTY_ROW; OPS.len()];
+static GROUPS: AtomicU64 = AtomicU64::new(0);
+
+/// Communicators by handle, claimed by CAS on `comm`.
+struct CommSlot {
+    comm: AtomicUsize,
+    key: AtomicU64,
+    rank: AtomicI32,
+    nranks: AtomicI32,
+    operations: AtomicU64,
+    bytes: AtomicU64,
+    splits: AtomicU64,
+}
+const COMM_SLOTS: usize = 256;
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_COMM: CommSlot = CommSlot {
+    comm: AtomicUsize::new(0),
+    key: AtomicU64::new(0),
+    rank: AtomicI32::new(0),
+    nranks: AtomicI32::new(0),
+    operations: AtomicU64::new(0),
+    bytes: AtomicU64::new(0),
+    splits: AtomicU64::new(0),
+};
+static COMMS: [CommSlot; COMM_SLOTS] = [EMPTY_COMM; COMM_SLOTS];
+
+/// FNV-1a, 64 bits: stable across processes and builds.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn find_comm(comm: Ptr) -> Option<&'static CommSlot> {
+    let key = comm as usize;
+    COMMS
+        .iter()
+        .find(|s| key != 0 && s.comm.load(Acquire) == key)
+}
+
+fn register_comm(comm: Ptr, key: u64, rank: c_int, nranks: c_int) {
+    if comm.is_null() {
+        return;
+    }
+    for slot in &COMMS {
+        if slot
+            .comm
+            .compare_exchange(0, comm as usize, AcqRel, Relaxed)
+            .is_ok()
+        {
+            slot.key.store(key, Relaxed);
+            slot.rank.store(rank, Relaxed);
+            slot.nranks.store(nranks, Relaxed);
+            return;
+        }
+    }
+}
+
+fn forget_comm(comm: Ptr) {
+    if let Some(slot) = find_comm(comm) {
+        // Keep its counts for the dump: only the handle is released, so a new communicator
+        // at the same address gets its own slot.
+        slot.comm.store(usize::MAX, Release);
+    }
+}
+
+/// Counts one operation of `op` on `comm`.
+fn count(op: usize, count: usize, datatype: c_int, comm: Ptr) {
+    let dt = usize::try_from(datatype)
+        .ok()
+        .filter(|&d| d < DATATYPES.len())
+        .unwrap_or(UNKNOWN_TYPE);
+    let size = DATATYPES.get(dt).map_or(0, |&(_, s)| s);
+    let bytes = (count as u64).saturating_mul(size);
+    if let Some(cell) = OP_TABLE.get(op).and_then(|row| row.get(dt)) {
+        cell.calls.fetch_add(1, Relaxed);
+        cell.bytes.fetch_add(bytes, Relaxed);
+    }
+    if let Some(slot) = find_comm(comm) {
+        slot.operations.fetch_add(1, Relaxed);
+        slot.bytes.fetch_add(bytes, Relaxed);
+    }
+}
+
+/// Calls the real `pncclX` with the usual recording; the macro below supplies the call.
+macro_rules! forward {
+    ($hook:ident, ($($ty:ty),*), ($($arg:expr),*)) => {{
+        type Real = unsafe extern "C" fn($($ty),*) -> NcclResult;
+        let Some(real) = real_fn(Hook::$hook) else {
+            return NCCL_INTERNAL_ERROR;
+        };
+        // SAFETY: NCCL's pnccl alias of exactly this function, with this signature.
+        let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
+        let span = record::begin(Hook::$hook);
+        // SAFETY: forwarding the caller's arguments.
+        let result = unsafe { real($($arg),*) };
+        record::end(span, Hook::$hook, Effect::None, result as u32);
+        result
+    }};
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclAllReduce(
+    send: Ptr,
+    recv: Ptr,
+    n: usize,
+    dt: c_int,
+    op: c_int,
+    comm: Ptr,
+    stream: Ptr,
+) -> NcclResult {
+    count(0, n, dt, comm);
+    forward!(
+        ncclAllReduce,
+        (Ptr, Ptr, usize, c_int, c_int, Ptr, Ptr),
+        (send, recv, n, dt, op, comm, stream)
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclBroadcast(
+    send: Ptr,
+    recv: Ptr,
+    n: usize,
+    dt: c_int,
+    root: c_int,
+    comm: Ptr,
+    stream: Ptr,
+) -> NcclResult {
+    count(1, n, dt, comm);
+    forward!(
+        ncclBroadcast,
+        (Ptr, Ptr, usize, c_int, c_int, Ptr, Ptr),
+        (send, recv, n, dt, root, comm, stream)
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclReduce(
+    send: Ptr,
+    recv: Ptr,
+    n: usize,
+    dt: c_int,
+    op: c_int,
+    root: c_int,
+    comm: Ptr,
+    stream: Ptr,
+) -> NcclResult {
+    count(2, n, dt, comm);
+    forward!(
+        ncclReduce,
+        (Ptr, Ptr, usize, c_int, c_int, c_int, Ptr, Ptr),
+        (send, recv, n, dt, op, root, comm, stream)
+    )
+}
+
+/// Bytes count what each rank sends: `sendcount` elements.
+#[no_mangle]
+pub unsafe extern "C" fn ncclAllGather(
+    send: Ptr,
+    recv: Ptr,
+    n: usize,
+    dt: c_int,
+    comm: Ptr,
+    stream: Ptr,
+) -> NcclResult {
+    count(3, n, dt, comm);
+    forward!(
+        ncclAllGather,
+        (Ptr, Ptr, usize, c_int, Ptr, Ptr),
+        (send, recv, n, dt, comm, stream)
+    )
+}
+
+/// Bytes count what each rank receives: `recvcount` elements.
+#[no_mangle]
+pub unsafe extern "C" fn ncclReduceScatter(
+    send: Ptr,
+    recv: Ptr,
+    n: usize,
+    dt: c_int,
+    op: c_int,
+    comm: Ptr,
+    stream: Ptr,
+) -> NcclResult {
+    count(4, n, dt, comm);
+    forward!(
+        ncclReduceScatter,
+        (Ptr, Ptr, usize, c_int, c_int, Ptr, Ptr),
+        (send, recv, n, dt, op, comm, stream)
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclSend(
+    send: Ptr,
+    n: usize,
+    dt: c_int,
+    peer: c_int,
+    comm: Ptr,
+    stream: Ptr,
+) -> NcclResult {
+    count(5, n, dt, comm);
+    forward!(
+        ncclSend,
+        (Ptr, usize, c_int, c_int, Ptr, Ptr),
+        (send, n, dt, peer, comm, stream)
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclRecv(
+    recv: Ptr,
+    n: usize,
+    dt: c_int,
+    peer: c_int,
+    comm: Ptr,
+    stream: Ptr,
+) -> NcclResult {
+    count(6, n, dt, comm);
+    forward!(
+        ncclRecv,
+        (Ptr, usize, c_int, c_int, Ptr, Ptr),
+        (recv, n, dt, peer, comm, stream)
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclGroupStart() -> NcclResult {
+    GROUPS.fetch_add(1, Relaxed);
+    forward!(ncclGroupStart, (), ())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclGroupEnd() -> NcclResult {
+    forward!(ncclGroupEnd, (), ())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclCommInitRank(
+    comm: *mut Ptr,
+    nranks: c_int,
+    id: UniqueId,
+    rank: c_int,
+) -> NcclResult {
+    let result = forward!(
+        ncclCommInitRank,
+        (*mut Ptr, c_int, UniqueId, c_int),
+        (comm, nranks, id, rank)
+    );
+    if result == 0 && !comm.is_null() {
+        // SAFETY: NCCL wrote the new communicator on success.
+        register_comm(unsafe { *comm }, fnv1a(&id.0), rank, nranks);
+    }
+    result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclCommInitRankConfig(
+    comm: *mut Ptr,
+    nranks: c_int,
+    id: UniqueId,
+    rank: c_int,
+    config: Ptr,
+) -> NcclResult {
+    let result = forward!(
+        ncclCommInitRankConfig,
+        (*mut Ptr, c_int, UniqueId, c_int, Ptr),
+        (comm, nranks, id, rank, config)
+    );
+    if result == 0 && !comm.is_null() {
+        // SAFETY: as above.
+        register_comm(unsafe { *comm }, fnv1a(&id.0), rank, nranks);
+    }
+    result
+}
+
+/// A split's key: its parent's key, the parent's split count and the color, which all
+/// ranks of the new communicator share. Ranks and sizes come from the new communicator's
+/// members' own `key`/`color` arguments, which NCCL does not hand back here.
+#[no_mangle]
+pub unsafe extern "C" fn ncclCommSplit(
+    comm: Ptr,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut Ptr,
+    config: Ptr,
+) -> NcclResult {
+    let result = forward!(
+        ncclCommSplit,
+        (Ptr, c_int, c_int, *mut Ptr, Ptr),
+        (comm, color, key, newcomm, config)
+    );
+    if result == 0 && !newcomm.is_null() {
+        if let Some(parent) = find_comm(comm) {
+            let split = parent.splits.fetch_add(1, Relaxed);
+            let mut seed = [0u8; 20];
+            seed[..8].copy_from_slice(&parent.key.load(Relaxed).to_le_bytes());
+            seed[8..16].copy_from_slice(&split.to_le_bytes());
+            seed[16..].copy_from_slice(&color.to_le_bytes());
+            // SAFETY: NCCL wrote the new communicator on success (null for color NCCL_SPLIT_NOCOLOR).
+            register_comm(unsafe { *newcomm }, fnv1a(&seed), key, -1);
+        }
+    }
+    result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclCommDestroy(comm: Ptr) -> NcclResult {
+    let result = forward!(ncclCommDestroy, (Ptr), (comm));
+    forget_comm(comm);
+    result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclCommAbort(comm: Ptr) -> NcclResult {
+    let result = forward!(ncclCommAbort, (Ptr), (comm));
+    forget_comm(comm);
+    result
+}
+
+/// The NCCL section of the dump, or None if the process never used NCCL.
+pub fn snapshot() -> Option<Nccl> {
+    let mut ops = Vec::new();
+    for (o, row) in OP_TABLE.iter().enumerate() {
+        for (d, cell) in row.iter().enumerate() {
+            let calls = cell.calls.load(Relaxed);
+            if calls > 0 {
+                ops.push(NcclOps {
+                    op: OPS.get(o).copied().unwrap_or("?").to_string(),
+                    datatype: DATATYPES.get(d).map_or("unknown", |&(n, _)| n).to_string(),
+                    calls,
+                    bytes: cell.bytes.load(Relaxed),
+                });
+            }
+        }
+    }
+    let communicators: Vec<Communicator> = COMMS
+        .iter()
+        .filter(|s| s.comm.load(Acquire) != 0)
+        .map(|s| Communicator {
+            key: format!("{:016x}", s.key.load(Relaxed)),
+            rank: s.rank.load(Relaxed),
+            nranks: s.nranks.load(Relaxed),
+            operations: s.operations.load(Relaxed),
+            bytes: s.bytes.load(Relaxed),
+        })
+        .collect();
+    let groups = GROUPS.load(Relaxed);
+    (!ops.is_empty() || !communicators.is_empty() || groups > 0).then_some(Nccl {
+        ops,
+        communicators,
+        groups,
+    })
+}
+
+/// Forgets everything (fork child).
+pub fn reset() {
+    for row in &OP_TABLE {
+        for cell in row {
+            cell.calls.store(0, Relaxed);
+            cell.bytes.store(0, Relaxed);
+        }
+    }
+    for slot in &COMMS {
+        slot.comm.store(0, Relaxed);
+        slot.operations.store(0, Relaxed);
+        slot.bytes.store(0, Relaxed);
+        slot.splits.store(0, Relaxed);
+    }
+    GROUPS.store(0, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_stable_hashes_of_the_unique_id() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(&[7; 128]), fnv1a(&[7; 128]));
+        assert_ne!(fnv1a(&[7; 128]), fnv1a(&[8; 128]));
+    }
+
+    #[test]
+    fn bytes_follow_the_datatype() {
+        let comm = 0x1234 as Ptr;
+        register_comm(comm, 42, 0, 2);
+        count(0, 1000, 7, comm); // float32
+        count(0, 1000, 9, comm); // bfloat16
+        count(0, 10, 99, comm); // unknown type: counted, no bytes
+        let n = snapshot().unwrap();
+        let find = |dt: &str| {
+            n.ops
+                .iter()
+                .find(|o| o.op == "AllReduce" && o.datatype == dt)
+                .map(|o| (o.calls, o.bytes))
+        };
+        assert_eq!(find("float32"), Some((1, 4000)));
+        assert_eq!(find("bfloat16"), Some((1, 2000)));
+        assert_eq!(find("unknown"), Some((1, 0)));
+        let c = n
+            .communicators
+            .iter()
+            .find(|c| c.key == format!("{:016x}", 42))
+            .unwrap();
+        assert_eq!((c.operations, c.bytes, c.nranks), (3, 6000, 2));
+    }
+}
