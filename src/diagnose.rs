@@ -234,6 +234,7 @@ pub mod synthetic {
             steady_ns: (active_s * 1e9) as u64,
             blocked_ns: 0,
             launches: 0,
+            copied_bytes: 0,
         });
         Builder(p)
     }

@@ -132,6 +132,8 @@ pub struct ProcessInfo {
     /// Time this process's host threads spent blocked in explicit syncs and sync copies.
     pub blocked_ns: u64,
     pub launches: u64,
+    /// Bytes this process copied, all directions.
+    pub copied_bytes: u64,
 }
 
 impl ProcessInfo {
@@ -187,6 +189,7 @@ impl Profile {
             steady_ns: 0,
             blocked_ns: 0,
             launches: 0,
+            copied_bytes: d.copies.iter().map(|c| c.bytes).sum(),
         });
         for a in &d.apis {
             let api = p.apis.entry(base_name(&a.symbol).to_string()).or_default();
@@ -235,6 +238,42 @@ impl Profile {
             me.launches = launches;
         }
         p
+    }
+
+    /// Per-rank imbalance: for each measure, the largest rank's value against the median,
+    /// with the rank that has it. Empty outside a distributed job.
+    pub fn rank_imbalance(&self) -> Vec<Imbalance> {
+        let ranked: Vec<&ProcessInfo> =
+            self.processes.iter().filter(|p| p.rank.is_some()).collect();
+        if ranked.len() < 2 {
+            return Vec::new();
+        }
+        let measures: [(&'static str, Measure); 4] = [
+            ("launches", |p| p.launches as f64),
+            ("blocked_ns", |p| p.blocked_ns as f64),
+            ("steady_ns", |p| p.steady_ns as f64),
+            ("copied_bytes", |p| p.copied_bytes as f64),
+        ];
+        measures
+            .iter()
+            .map(|&(measure, value)| {
+                let mut values: Vec<f64> = ranked.iter().map(|p| value(p)).collect();
+                values.sort_by(f64::total_cmp);
+                let median = values[values.len() / 2];
+                let top = ranked
+                    .iter()
+                    .max_by(|a, b| value(a).total_cmp(&value(b)))
+                    .copied();
+                let max = top.map_or(0.0, value);
+                Imbalance {
+                    measure,
+                    max,
+                    median,
+                    ratio: if median > 0.0 { max / median } else { 0.0 },
+                    rank: top.and_then(|p| p.rank).unwrap_or_default(),
+                }
+            })
+            .collect()
     }
 
     /// Adds another profile's processes and counts to this one (several runs merged).
@@ -335,6 +374,21 @@ impl Profile {
         });
         v
     }
+}
+
+/// One per-process quantity compared across ranks.
+type Measure = fn(&ProcessInfo) -> f64;
+
+/// How far the largest rank is from the median rank on one measure.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Imbalance {
+    pub measure: &'static str,
+    pub max: f64,
+    pub median: f64,
+    /// max / median; 0 when the median is 0.
+    pub ratio: f64,
+    /// The rank with the largest value.
+    pub rank: u32,
 }
 
 /// API families whose time is start-up cost rather than steady-state work.

@@ -83,6 +83,7 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
                 json!({"key": key, "operations": ops, "bytes": bytes, "members_seen": members})
             }).collect::<Vec<_>>(),
         },
+        "rank_imbalance": p.rank_imbalance(),
         "active_ns": p.active_ns(),
         "steady_ns": p.steady_ns(),
         "verdict": d.verdict().map(|f| f.id),

@@ -82,6 +82,15 @@ fn ranks(out: &mut String, p: &Profile) {
             x.launches
         );
     }
+    let spread: Vec<String> = p
+        .rank_imbalance()
+        .iter()
+        .filter(|i| i.median > 0.0)
+        .map(|i| format!("{} {:.2}x (rank {})", i.measure, i.ratio, i.rank))
+        .collect();
+    if !spread.is_empty() {
+        let _ = writeln!(out, "  largest rank / median: {}", spread.join(", "));
+    }
 }
 
 /// The verdict, then the six layers bottom up, each with its status and findings.

@@ -62,6 +62,14 @@ fn the_slow_rank_is_named_and_an_even_job_names_none() {
     let f = straggler(&report).expect("rank-straggler finding");
     assert_eq!(f["evidence"]["rank"], 1, "{f}");
     assert_eq!(f["layer"], "pipeline");
+    // The others block longest; rank 1 has the longest steady time.
+    let imbalance = report["rank_imbalance"].as_array().unwrap();
+    let blocked = imbalance
+        .iter()
+        .find(|i| i["measure"] == "blocked_ns")
+        .unwrap();
+    assert_ne!(blocked["rank"], 1);
+    assert!(blocked["ratio"].as_f64().unwrap() >= 1.0);
 
     let even = tempfile::tempdir().unwrap();
     for r in 0..4 {
