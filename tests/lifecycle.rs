@@ -116,3 +116,53 @@ fn unwritable_output_directory_warns_once_and_the_program_runs_on() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_planted_symlink_is_not_followed_and_the_dump_is_still_written() {
+    for how in ["exit", "_exit", "_Exit"] {
+        let out = tempfile::tempdir().unwrap();
+        let victim = out.path().join("victim.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        let status = command(
+            &program("planted"),
+            &[victim.to_str().unwrap(), how],
+            &[],
+            out.path(),
+        )
+        .status()
+        .unwrap();
+        assert!(status.success(), "{how}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "keep me",
+            "{how}"
+        );
+        let dumps: Vec<_> = std::fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("gpuspy-")
+            })
+            .collect();
+        assert_eq!(dumps.len(), 1, "{how}");
+        assert_eq!(
+            count(&report_json(&[&dumps[0]]), "cuLaunchKernel"),
+            42,
+            "{how}"
+        );
+    }
+}
+
+#[test]
+fn the_monotonic_clock_records_the_same_counts() {
+    let run = run("linked", &["100", "3"], &[("GPUSPY_CLOCK", "monotonic")]);
+    let dump: Value = serde_json::from_slice(&std::fs::read(&run.dumps()[0]).unwrap()).unwrap();
+    assert_eq!(dump["clock"], "monotonic");
+    let r = run.report();
+    assert_eq!(count(&r, "cuLaunchKernel"), 100);
+    assert_eq!(count(&r, "cuStreamSynchronize"), 3);
+}

@@ -199,14 +199,8 @@ fn write_to(dir: &Path, dump: &Dump) -> std::io::Result<()> {
         .mode(0o755)
         .create(dir)?;
     let name = dump_name(&dump.process);
-    let tmp = dir.join(format!(".{name}.{}.tmp", WRITE_SEQ.fetch_add(1, Relaxed)));
     let json = serde_json::to_vec(dump).map_err(std::io::Error::other)?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&tmp)?;
+    let (tmp, mut file) = create_temp(dir, &name)?;
     let written = file.write_all(&json).and_then(|_| file.flush());
     drop(file);
     match written.and_then(|_| std::fs::rename(&tmp, dir.join(&name))) {
@@ -216,6 +210,28 @@ fn write_to(dir: &Path, dump: &Dump) -> std::io::Result<()> {
             Err(e)
         }
     }
+}
+
+/// A new private temp file beside the dump. Anything already at a temp name (a file left by
+/// a killed process with the same pid, or a planted symlink) is neither followed nor
+/// overwritten: the next name is tried.
+fn create_temp(dir: &Path, name: &str) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
+    let mut last = std::io::Error::from(std::io::ErrorKind::AlreadyExists);
+    for _ in 0..16 {
+        let tmp = dir.join(format!(".{name}.{}.tmp", WRITE_SEQ.fetch_add(1, Relaxed)));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+        {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
 }
 
 /// `gpuspy-<host>-<pid>.json`, or `gpuspy-r<rank>-<host>-<pid>.json` in a distributed job
