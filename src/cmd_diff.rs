@@ -227,13 +227,9 @@ fn sync_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
         } else {
             Kind::Unchanged
         };
-        let name = serde_json::to_value(cause)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
         out.push(Change {
             kind,
-            what: format!("{name} syncs: blocked per run"),
+            what: format!("{} syncs: blocked per run", cause.name()),
             base: duration(b as u64),
             new: duration(n as u64),
             detail: percent(rel),

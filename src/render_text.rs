@@ -1,7 +1,7 @@
 //! `gpuspy report`: the human-readable tables.
 
 use crate::diagnose::{Diagnosis, Severity};
-use crate::profile::Profile;
+use crate::profile::{Latency, Profile};
 use std::fmt::Write;
 
 /// `1.23 ms`-style durations with three significant figures.
@@ -43,6 +43,18 @@ fn percent(part: u64, whole: u64) -> String {
     } else {
         format!("{:.1}%", part as f64 * 100.0 / whole as f64)
     }
+}
+
+/// calls, total, p50, p99 and max, right-aligned in columns of 10.
+fn latency_columns(l: &Latency) -> String {
+    format!(
+        "{:>10} {:>10} {:>10} {:>10} {:>10}",
+        l.calls,
+        duration(l.total_ns),
+        duration(l.quantile(0.5)),
+        duration(l.quantile(0.99)),
+        duration(l.max_ns)
+    )
 }
 
 /// One row per rank, when the dumps come from a distributed job. Past 16 ranks, the 8 that
@@ -207,16 +219,11 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         "api", "calls", "total", "p50", "p99", "max", "errors"
     );
     for (name, api) in p.by_total_time() {
-        let l = &api.latency;
         let _ = writeln!(
             out,
-            "  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
+            "  {:<28} {} {:>7}",
             name,
-            l.calls,
-            duration(l.total_ns),
-            duration(l.quantile(0.5)),
-            duration(l.quantile(0.99)),
-            duration(l.max_ns),
+            latency_columns(&api.latency),
             api.errors(),
         );
         if api.symbols.len() > 1 || api.symbols.keys().any(|s| s != name) {
@@ -236,19 +243,11 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
             "cause", "calls", "blocked", "p50", "p99", "max", "of wall"
         );
         for (cause, l) in &p.syncs {
-            let name = serde_json::to_value(cause)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
-                name,
-                l.calls,
-                duration(l.total_ns),
-                duration(l.quantile(0.5)),
-                duration(l.quantile(0.99)),
-                duration(l.max_ns),
+                "  {:<22} {} {:>8}",
+                cause.name(),
+                latency_columns(l),
                 percent(l.total_ns, wall),
             );
         }
@@ -261,15 +260,11 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
             "direction", "host", "calls", "bytes"
         );
         for ((dir, host), (calls, n)) in &p.copies {
-            let host = serde_json::to_value(host)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "  {:<10} {:<10} {:>10} {:>12}",
                 format!("{dir:?}"),
-                host,
+                host.name(),
                 calls,
                 bytes(*n)
             );

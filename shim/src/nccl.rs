@@ -123,6 +123,23 @@ fn register_comm(comm: Ptr, key: u64, rank: c_int, nranks: c_int) {
     }
 }
 
+/// Registers the communicator an init call created from `id`.
+///
+/// # Safety
+/// `comm` is the init call's out-pointer, written by NCCL when `result` is success.
+unsafe fn register_initialised(
+    result: NcclResult,
+    comm: *mut Ptr,
+    id: &UniqueId,
+    rank: c_int,
+    nranks: c_int,
+) {
+    if result == 0 && !comm.is_null() {
+        // SAFETY: per the contract above.
+        register_comm(unsafe { *comm }, fnv1a(&id.0), rank, nranks);
+    }
+}
+
 fn forget_comm(comm: Ptr) {
     if let Some(slot) = find_comm(comm) {
         // Keep its counts for the dump: only the handle is released, so a new communicator
@@ -315,10 +332,8 @@ pub unsafe extern "C" fn ncclCommInitRank(
         (*mut Ptr, c_int, UniqueId, c_int),
         (comm, nranks, id, rank)
     );
-    if result == 0 && !comm.is_null() {
-        // SAFETY: NCCL wrote the new communicator on success.
-        register_comm(unsafe { *comm }, fnv1a(&id.0), rank, nranks);
-    }
+    // SAFETY: NCCL wrote the new communicator if it succeeded.
+    unsafe { register_initialised(result, comm, &id, rank, nranks) };
     result
 }
 
@@ -335,10 +350,8 @@ pub unsafe extern "C" fn ncclCommInitRankConfig(
         (*mut Ptr, c_int, UniqueId, c_int, Ptr),
         (comm, nranks, id, rank, config)
     );
-    if result == 0 && !comm.is_null() {
-        // SAFETY: as above.
-        register_comm(unsafe { *comm }, fnv1a(&id.0), rank, nranks);
-    }
+    // SAFETY: as above.
+    unsafe { register_initialised(result, comm, &id, rank, nranks) };
     result
 }
 

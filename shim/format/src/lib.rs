@@ -197,6 +197,16 @@ pub enum SyncCause {
 }
 
 impl SyncCause {
+    /// The name used in dumps and reports (`pageable-async-copy`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncCause::Explicit => "explicit",
+            SyncCause::SyncCopy => "sync-copy",
+            SyncCause::PageableAsyncCopy => "pageable-async-copy",
+            SyncCause::Free => "free",
+        }
+    }
+
     pub const ALL: [SyncCause; 4] = [
         SyncCause::Explicit,
         SyncCause::SyncCopy,
@@ -250,6 +260,16 @@ pub enum HostKind {
 }
 
 impl HostKind {
+    /// The name used in dumps and reports (`pageable`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HostKind::Pinned => "pinned",
+            HostKind::Pageable => "pageable",
+            HostKind::Managed => "managed",
+            HostKind::None => "none",
+        }
+    }
+
     pub const ALL: [HostKind; 4] = [
         HostKind::Pinned,
         HostKind::Pageable,
@@ -387,6 +407,16 @@ mod tests {
         // `_v` not followed by digits only is part of the name.
         assert_eq!(base_name("cuFoo_vx"), "cuFoo_vx");
         assert_eq!(base_name("cuFoo_v"), "cuFoo_v");
+    }
+
+    #[test]
+    fn names_match_the_serialised_form() {
+        for cause in SyncCause::ALL {
+            assert_eq!(serde_json::to_value(cause).unwrap(), cause.name());
+        }
+        for kind in HostKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
     }
 
     #[test]
