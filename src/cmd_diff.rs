@@ -219,7 +219,13 @@ fn sync_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
             continue;
         }
         let rel = relative(b, n);
-        let material = (n - b).abs() >= 1e6;
+        // Longer waits must also be a significant shift of the waits' distribution, not
+        // scheduling noise; a cause that appears or vanishes needs no test.
+        let significant = match (base.merged.sync(cause), new.merged.sync(cause)) {
+            (Some(bl), Some(nl)) => stats::histograms(&bl.dense, &nl.dense).p_value < o.alpha,
+            _ => true,
+        };
+        let material = significant && (n - b).abs() >= 1e6;
         let kind = if material && rel >= o.threshold {
             Kind::Regression
         } else if material && rel <= -o.threshold {

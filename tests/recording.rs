@@ -51,19 +51,6 @@ fn errors_are_counted_by_code_and_not_ready_is_a_status() {
 }
 
 #[test]
-fn a_2ms_delay_lands_in_the_2ms_bucket() {
-    let r = run("linked", &["10", "5"], KNOBS).report();
-    let s = api(&r, "cuStreamSynchronize");
-    assert_eq!(s["count"], 5);
-    for q in ["p50_ns", "p99_ns"] {
-        let v = s[q].as_u64().unwrap();
-        // Sleep overshoot stays well under a millisecond; a bucket is 1/16 wide.
-        assert!((1_900_000..3_000_000).contains(&v), "{q} = {v}");
-    }
-    assert!(s["total_ns"].as_u64().unwrap() >= 5 * 2_000_000);
-}
-
-#[test]
 fn disabled_shim_forwards_and_writes_nothing() {
     let run = run("linked", &["10", "1"], &[("GPUSPY_DISABLE", "1")]);
     assert!(run.stdout().contains("linked: done"));

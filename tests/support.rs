@@ -4,7 +4,7 @@
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 pub struct Artifacts {
@@ -216,4 +216,40 @@ pub fn copies(report: &Value, direction: &str, host: &str) -> (u64, u64) {
         .find(|c| c["direction"] == direction && c["host"] == host)
         .map(|c| (c["count"].as_u64().unwrap(), c["bytes"].as_u64().unwrap()))
         .unwrap_or((0, 0))
+}
+
+/// One run of the simulated training step (examples/simulated_step.c, 300 steps) with
+/// `cuStreamSynchronize` taking `sync_us`, dumped into `dir`.
+pub fn step_run(dir: &Path, sync_us: u64) {
+    let delay = format!("cuStreamSynchronize={},cuLaunchKernel=2000", sync_us * 1000);
+    let status = command(
+        &program("simulated_step"),
+        &["300"],
+        &[("FAKECUDA_DELAY_NS", &delay)],
+        dir,
+    )
+    .stdout(Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+}
+
+/// `runs` step runs under dir/run<i>, the form `gpuspy diff` reads as several runs.
+pub fn step_runs(dir: &Path, runs: usize, sync_us: u64) {
+    for i in 0..runs {
+        step_run(&dir.join(format!("run{i}")), sync_us);
+    }
+}
+
+/// gpuspy with ARGS, outside GitHub Actions.
+pub fn gpuspy_cmd(args: &[&str]) -> Output {
+    Command::new(gpuspy())
+        .args(args)
+        .env_remove("GITHUB_ACTIONS")
+        .output()
+        .unwrap()
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
 }

@@ -1,6 +1,8 @@
 //! Integration tests: real programs under libgpuspy.so against the fake libcuda.so.1 in
 //! tools/fakecuda, asserting exact counts from `gpuspy report --json`.
 
+// Shared with the timing binary (tests/timing.rs); each uses part of it.
+#[allow(dead_code)]
 mod support;
 
 /// The CLI on bad input, `gpuspy run`, and checked-in dumps.
