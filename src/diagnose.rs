@@ -235,6 +235,7 @@ pub mod synthetic {
             blocked_ns: 0,
             launches: 0,
             copied_bytes: 0,
+            verdict: None,
         });
         Builder(p)
     }

@@ -134,6 +134,8 @@ pub struct ProcessInfo {
     pub launches: u64,
     /// Bytes this process copied, all directions.
     pub copied_bytes: u64,
+    /// The verdict of this process's own diagnosis, if it had a warning.
+    pub verdict: Option<&'static str>,
 }
 
 impl ProcessInfo {
@@ -162,7 +164,12 @@ impl Profile {
     pub fn load(paths: &[PathBuf]) -> Result<Profile> {
         let mut p = Profile::default();
         for file in dump_files(paths)? {
-            p.absorb(&Profile::from_dump(&file, &load(&file)?));
+            let mut one = Profile::from_dump(&file, &load(&file)?);
+            let verdict = crate::diagnose::diagnose(&one).verdict().map(|f| f.id);
+            if let Some(me) = one.processes.first_mut() {
+                me.verdict = verdict;
+            }
+            p.absorb(&one);
         }
         Ok(p)
     }
@@ -190,6 +197,7 @@ impl Profile {
             blocked_ns: 0,
             launches: 0,
             copied_bytes: d.copies.iter().map(|c| c.bytes).sum(),
+            verdict: None,
         });
         for a in &d.apis {
             let api = p.apis.entry(base_name(&a.symbol).to_string()).or_default();
@@ -274,6 +282,25 @@ impl Profile {
                 }
             })
             .collect()
+    }
+
+    /// Ranks whose own verdict differs from the most common verdict among the ranks, as
+    /// `(rank, verdict)`; the common verdict first. Empty outside a distributed job.
+    pub fn rank_verdicts(&self) -> (Option<&'static str>, Vec<(u32, Option<&'static str>)>) {
+        let ranked: Vec<&ProcessInfo> =
+            self.processes.iter().filter(|p| p.rank.is_some()).collect();
+        let mut tally: BTreeMap<Option<&'static str>, usize> = BTreeMap::new();
+        for p in &ranked {
+            *tally.entry(p.verdict).or_default() += 1;
+        }
+        let common = tally.iter().max_by_key(|(_, n)| **n).and_then(|(v, _)| *v);
+        let mut differ: Vec<(u32, Option<&'static str>)> = ranked
+            .iter()
+            .filter(|p| p.verdict != common)
+            .map(|p| (p.rank.unwrap_or_default(), p.verdict))
+            .collect();
+        differ.sort_unstable();
+        (common, differ)
     }
 
     /// Adds another profile's processes and counts to this one (several runs merged).

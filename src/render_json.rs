@@ -64,6 +64,7 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
                 "calls": pr.calls, "threads": pr.threads, "complete": pr.complete,
                 "rank": pr.rank, "steady_ns": pr.steady_ns, "blocked_ns": pr.blocked_ns,
                 "wait_share": pr.wait_share(), "launches": pr.launches,
+                "verdict": pr.verdict,
             })
         })
         .collect();
@@ -84,6 +85,10 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
             }).collect::<Vec<_>>(),
         },
         "rank_imbalance": p.rank_imbalance(),
+        "rank_verdicts": {
+            "common": p.rank_verdicts().0,
+            "differ": p.rank_verdicts().1.iter().map(|(rank, v)| json!({"rank": rank, "verdict": v})).collect::<Vec<_>>(),
+        },
         "active_ns": p.active_ns(),
         "steady_ns": p.steady_ns(),
         "verdict": d.verdict().map(|f| f.id),

@@ -103,6 +103,22 @@ fn ranks(out: &mut String, p: &Profile) {
     if !spread.is_empty() {
         let _ = writeln!(out, "  largest rank / median: {}", spread.join(", "));
     }
+    let (common, differ) = p.rank_verdicts();
+    if !differ.is_empty() {
+        let name = |v: Option<&str>| v.unwrap_or("no warning").to_string();
+        let shown: Vec<String> = differ
+            .iter()
+            .take(16)
+            .map(|(rank, v)| format!("rank {rank}: {}", name(*v)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  verdicts that differ from the common one ({}): {}{}",
+            name(common),
+            shown.join(", "),
+            if differ.len() > 16 { ", ..." } else { "" }
+        );
+    }
 }
 
 /// The verdict, then the six layers bottom up, each with its status and findings.

@@ -62,6 +62,11 @@ fn the_slow_rank_is_named_and_an_even_job_names_none() {
     let f = straggler(&report).expect("rank-straggler finding");
     assert_eq!(f["evidence"]["rank"], 1, "{f}");
     assert_eq!(f["layer"], "pipeline");
+    // Rank 1's own diagnosis differs from the others': it launches at a high rate.
+    assert_eq!(
+        report["rank_verdicts"]["differ"],
+        serde_json::json!([{"rank": 1, "verdict": "launch-bound"}])
+    );
     // The others block longest; rank 1 has the longest steady time.
     let imbalance = report["rank_imbalance"].as_array().unwrap();
     let blocked = imbalance
