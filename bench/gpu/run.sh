@@ -8,9 +8,9 @@
 # 3. Launch counts against torch.profiler: two runs of the profiled elementwise loop
 #    (1,000 and 21,000 iterations); the difference in cuLaunchKernel+cuLaunchKernelEx must
 #    equal the difference in CUDA kernel events.
-# 4. Overhead: bench/overhead.c paired in one process (A/A without the shim, then with),
-#    and the PyTorch elementwise loop timed in alternating processes, pinned to one core.
-# 5. examples/torch_step.py under `gpuspy run` (what tools/main.sh runs on a GPU machine).
+# 4. examples/torch_step.py under `gpuspy run` (what tools/main.sh runs on a GPU machine).
+# The overhead measurement is bench/gpu/overhead.sh. The recorded runs 1-3 in bench/results
+# ran the same measurement inline, as section 4 of an earlier version of this script.
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR}
 bin=$(realpath "${BIN:-.dev/bin}")
@@ -19,7 +19,6 @@ mkdir -p "$out/dumps"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 GPUSPY_FLUSH_S=0
 py=python3
-core=${CORE:-3}
 
 echo "== date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader
@@ -103,30 +102,7 @@ print(f"1000 iterations:  launches {launches(1000)}, profiler kernels {kernels(1
 print(f"difference: launches {dl}, profiler kernels {dk} -> {'EQUAL' if dl == dk else 'NOT EQUAL'}")
 PY
 
-echo "== 4a. paired in-process cost per cuLaunchKernel (empty kernel), 5 runs each"
-cc -O2 -o "$out/overhead" bench/overhead.c -ldl
-for i in 1 2 3 4 5; do
-    taskset -c "$core" "$out/overhead" paired 400 | tail -n 1 | sed 's/^/  A\/A  /'
-    GPUSPY_OUT="$out/dumps/overhead" LD_PRELOAD="$shim" taskset -c "$core" "$out/overhead" paired 400 | sed 's/^/  shim /'
-done
-
-echo "== 4b. PyTorch elementwise loop, ns per iteration (best of 5 passes), 11 pairs of processes on core $core, order alternating"
-timed() { # timed [PRELOAD]: one process's best pass
-    GPUSPY_OUT="$out/dumps/timed" LD_PRELOAD="${1:-}" taskset -c "$core" $py bench/gpu/workloads.py torch-timed | awk '/timed/ {print $5}'
-}
-for i in $(seq 11); do
-    if [ $((i % 2)) = 1 ]; then a=$(timed); b=$(timed "$shim"); else b=$(timed "$shim"); a=$(timed); fi
-    echo "  pair $i: without $a with $b"
-done | tee "$out/timed.txt"
-$py - "$out/timed.txt" <<'PY'
-import re, statistics, sys
-pairs = [tuple(map(float, re.findall(r"(?:without|with) ([\d.]+)", l))) for l in open(sys.argv[1])]
-a = statistics.median(p[0] for p in pairs); b = statistics.median(p[1] for p in pairs)
-d = statistics.median(p[1] - p[0] for p in pairs)
-print(f"median without {a:.1f} ns/iter, with {b:.1f} ns/iter; median paired difference {d:+.1f} ns ({d / a * 100:+.2f}%)")
-PY
-
-echo "== 5. examples/torch_step.py under gpuspy run"
+echo "== 4. examples/torch_step.py under gpuspy run"
 "$bin/gpuspy" run -o "$out/dumps/example" -- $py examples/torch_step.py > "$out/torch-step.report.txt" 2>&1
 echo "exit $?"; head -n 12 "$out/torch-step.report.txt"
-tar -C "$out" -czf "$out/dumps.tar.gz" dumps && rm -rf "$out/dumps" "$out/overhead"
+tar -C "$out" -czf "$out/dumps.tar.gz" dumps && rm -rf "$out/dumps"
