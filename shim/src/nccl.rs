@@ -26,7 +26,7 @@ const NCCL_INTERNAL_ERROR: NcclResult = 3;
 /// `ncclUniqueId`, passed by value.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct UniqueId([u8; 128]);
+pub struct UniqueId(pub [u8; 128]);
 
 const OPS: [&str; 7] = [
     "AllReduce",

@@ -1,5 +1,6 @@
 //! The hot path never allocates: 8 threads x 10k wrapped calls of each kind (launch, sync,
-//! pageable and pinned copies, a failing call) under a counting global allocator.
+//! pageable and pinned copies, a failing call, an NCCL all-reduce on a registered
+//! communicator) under a counting global allocator.
 
 use crate::doors::inject_real;
 use crate::hooks::{exports, CUresult, Hook};
@@ -57,6 +58,22 @@ extern "C" fn not_ready(_: *mut c_void) -> CUresult {
 extern "C" fn ok_copy(_: u64, _: *mut c_void, _: usize, _: *mut c_void) -> CUresult {
     0
 }
+extern "C" fn ok_all_reduce(
+    _: *mut c_void,
+    _: *mut c_void,
+    _: usize,
+    _: i32,
+    _: i32,
+    _: *mut c_void,
+    _: *mut c_void,
+) -> i32 {
+    0
+}
+extern "C" fn new_comm(out: *mut *mut c_void, _: i32, _: crate::nccl::UniqueId, _: i32) -> i32 {
+    // SAFETY: the test passes a valid out-pointer.
+    unsafe { *out = 0x6000 as *mut c_void };
+    0
+}
 extern "C" fn pin(p: *mut *mut c_void, _: usize, _: u32) -> CUresult {
     // SAFETY: the test passes a valid out-pointer.
     unsafe { *p = 0x5000_0000 as *mut c_void };
@@ -96,6 +113,12 @@ fn hot_path_does_not_allocate() {
     inject_real(Hook::cuStreamQuery, not_ready as *mut c_void);
     inject_real(Hook::cuMemcpyHtoDAsync_v2, ok_copy as *mut c_void);
     inject_real(Hook::cuMemHostAlloc, pin as *mut c_void);
+    inject_real(Hook::ncclAllReduce, ok_all_reduce as *mut c_void);
+    inject_real(Hook::ncclCommInitRank, new_comm as *mut c_void);
+    let mut comm = std::ptr::null_mut();
+    // SAFETY: the injected init writes the out-pointer; the id is plain bytes.
+    unsafe { crate::nccl::ncclCommInitRank(&mut comm, 2, crate::nccl::UniqueId([1; 128]), 0) };
+    let comm = comm as usize;
     let mut pinned = std::ptr::null_mut();
     // SAFETY: the injected functions ignore their arguments but the out-pointer.
     unsafe { exports::cuMemHostAlloc(&mut pinned, 1 << 20, 0) };
@@ -120,6 +143,15 @@ fn hot_path_does_not_allocate() {
                             null,
                         );
                         exports::cuMemcpyHtoDAsync_v2(1, pinned as *mut c_void, 64, null);
+                        crate::nccl::ncclAllReduce(
+                            null,
+                            null,
+                            256,
+                            7,
+                            0,
+                            comm as *mut c_void,
+                            null,
+                        );
                     }
                 }
                 COUNTING.with(|c| c.set(false));
@@ -135,5 +167,6 @@ fn hot_path_does_not_allocate() {
     assert_eq!(calls("cuLaunchKernel"), Some(80_000));
     assert_eq!(calls("cuStreamQuery"), Some(80_000));
     assert_eq!(calls("cuMemcpyHtoDAsync_v2"), Some(160_000));
+    assert_eq!(calls("ncclAllReduce"), Some(80_000));
     let _ = std::fs::remove_dir_all(out);
 }
