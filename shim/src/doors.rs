@@ -83,6 +83,8 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
         swap_for_wrapper(found, symbol)
     } else if name.to_bytes().starts_with(b"nccl") {
         nccl_wrapper(found, name)
+    } else if name.to_bytes().starts_with(b"cupti") {
+        crate::gpu::cupti::dlsym_wrapper(found, name)
     } else {
         found
     }
@@ -287,6 +289,17 @@ fn nccl_function(hook: Hook) -> (*mut c_void, *mut c_void) {
 }
 
 static DRIVER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// libcuda's own export of `name`, bypassing every wrapper: for gpuspy's own driver
+/// queries, which must not show up as the program's calls.
+pub fn driver_symbol(name: &CStr) -> Option<*mut c_void> {
+    let handle = driver_handle();
+    if handle.is_null() {
+        return None;
+    }
+    let found = lookup(handle, name);
+    (!found.is_null() && !is_own_address(found)).then_some(found)
+}
 
 /// The already loaded libcuda. Never loads it: a wrapper only runs once the program has
 /// the driver.

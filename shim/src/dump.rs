@@ -173,6 +173,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         copies,
         unwrapped_symbols: unwrapped::names(),
         nccl: crate::nccl::snapshot(),
+        gpu: crate::gpu::snapshot(),
     }
 }
 

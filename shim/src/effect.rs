@@ -4,7 +4,7 @@
 
 use crate::hostmem;
 use gpuspy_format::{Direction, HostKind, SyncCause};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 #[derive(Clone, Copy)]
 pub enum Mode {
@@ -42,6 +42,10 @@ pub enum Effect {
     Release {
         ptr: usize,
     },
+    /// `cuInit` succeeded: GPU-side collection may start.
+    DriverReady,
+    /// A context was created or retained on this CUDA device ordinal.
+    UsesDevice(c_int),
 }
 
 impl Effect {
@@ -78,6 +82,16 @@ impl Effect {
                 hostmem::insert(unsafe { *out } as usize, bytes, HostKind::Managed);
             }
             Effect::Release { ptr } => hostmem::remove(ptr),
+            _ => {}
+        }
+    }
+
+    /// Tells GPU-side collection about the driver coming up and the devices in use.
+    #[inline(always)]
+    pub fn notify_gpu(&self) {
+        match *self {
+            Effect::DriverReady => crate::gpu::on_driver_ready(),
+            Effect::UsesDevice(ordinal) => crate::gpu::on_device_used(ordinal),
             _ => {}
         }
     }

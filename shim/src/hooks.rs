@@ -88,13 +88,13 @@ macro_rules! hooks {
 hooks! {
 generated {
     // Init, contexts.
-    cuInit(flags: c_uint) => Effect::None;
-    cuCtxCreate(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::None;
-    cuCtxCreate_v2(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::None;
-    cuCtxCreate_v3(pctx: Ptr, params: Ptr, n: c_int, flags: c_uint, dev: c_int) => Effect::None;
-    cuCtxCreate_v4(pctx: Ptr, params: Ptr, flags: c_uint, dev: c_int) => Effect::None;
+    cuInit(flags: c_uint) => Effect::DriverReady;
+    cuCtxCreate(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::UsesDevice(dev);
+    cuCtxCreate_v2(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::UsesDevice(dev);
+    cuCtxCreate_v3(pctx: Ptr, params: Ptr, n: c_int, flags: c_uint, dev: c_int) => Effect::UsesDevice(dev);
+    cuCtxCreate_v4(pctx: Ptr, params: Ptr, flags: c_uint, dev: c_int) => Effect::UsesDevice(dev);
     cuCtxDestroy_v2(ctx: Ptr) => Effect::None;
-    cuDevicePrimaryCtxRetain(pctx: Ptr, dev: c_int) => Effect::None;
+    cuDevicePrimaryCtxRetain(pctx: Ptr, dev: c_int) => Effect::UsesDevice(dev);
     cuDevicePrimaryCtxRelease_v2(dev: c_int) => Effect::None;
 
     // Modules, libraries, JIT and linking.

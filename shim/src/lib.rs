@@ -28,6 +28,7 @@ mod clock;
 mod doors;
 mod dump;
 mod effect;
+mod gpu;
 mod hooks;
 mod hostmem;
 mod launch;

@@ -161,6 +161,7 @@ extern "C" fn on_fork_child() {
     record::reset_arena();
     unwrapped::reset();
     crate::nccl::reset();
+    crate::gpu::on_fork_child();
 }
 
 fn start_flusher() {
@@ -231,6 +232,7 @@ static FINI: extern "C" fn() = on_unload;
 type ExitFn = unsafe extern "C" fn(libc::c_int) -> !;
 
 fn exit_via(name: &std::ffi::CStr, status: libc::c_int) -> ! {
+    crate::gpu::finish();
     write(true);
     let real = crate::doors::lookup(libc::RTLD_NEXT, name);
     if !real.is_null() {

@@ -168,22 +168,26 @@ pub fn begin(hook: Hook) -> Span {
         return SKIP;
     };
     // SAFETY: slot pointers come from claim_slot and point into the never-unmapped arena.
-    let block = match unsafe { l.slot.get().as_ref() } {
+    let slot = unsafe { l.slot.get().as_ref() };
+    if l.depth.get() > 0 {
+        // The driver calling its own exports: forwarded and counted, not timed. A gpuspy
+        // thread has a depth but no slot, and is not recorded at all.
+        if let Some(block) = slot {
+            // SAFETY: Hook ids are < HOOK_COUNT by construction.
+            bump(
+                &unsafe { block.apis.get_unchecked(hook as usize) }.nested,
+                1,
+            );
+        }
+        return SKIP;
+    }
+    let block = match slot {
         Some(block) => block,
         None => match claim_slot(l) {
             Some(block) => block,
             None => return SKIP,
         },
     };
-    if l.depth.get() > 0 {
-        // The driver calling its own exports: forwarded and counted, not timed.
-        // SAFETY: Hook ids are < HOOK_COUNT by construction.
-        bump(
-            &unsafe { block.apis.get_unchecked(hook as usize) }.nested,
-            1,
-        );
-        return SKIP;
-    }
     l.depth.set(1);
     Span {
         block,
@@ -239,6 +243,7 @@ fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, ns: u64) {
         unsafe { block.syncs.get_unchecked(cause as usize) }.add(ns);
     }
     effect.track_host_memory();
+    effect.notify_gpu();
 }
 
 impl Series {

@@ -11,6 +11,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// The `schema` field of every dump, so that a stray JSON file is recognised as foreign.
 pub const SCHEMA_NAME: &str = "gpuspy-dump";
 
+pub mod gpu;
 pub mod hist;
 pub use hist::Histogram;
 
@@ -47,6 +48,10 @@ pub struct Dump {
     /// NCCL traffic, when the process called NCCL (per-call latencies are in `apis`).
     #[serde(default)]
     pub nccl: Option<Nccl>,
+    /// What the GPU itself reported (NVML, CUPTI); None where the shim never saw `cuInit`
+    /// succeed.
+    #[serde(default)]
+    pub gpu: Option<gpu::Gpu>,
 }
 
 /// What the process asked NCCL to do: host-side enqueue, not GPU time.
@@ -318,6 +323,15 @@ pub fn parse_dump(text: &str) -> Result<Dump, String> {
     }
     for sync in &dump.syncs {
         sync.hist.check(&dump.histogram)?;
+    }
+    for activity in dump
+        .gpu
+        .iter()
+        .flat_map(|g| &g.devices)
+        .filter_map(|d| d.activity.as_ref())
+    {
+        activity.kernel_hist.check(&dump.histogram)?;
+        activity.gap_hist.check(&dump.histogram)?;
     }
     Ok(dump)
 }

@@ -1,0 +1,283 @@
+//! The GPU's own view of the run: NVML telemetry and CUPTI activity, reduced by the shim
+//! into bounded aggregates. All times are Unix-epoch nanoseconds (CUPTI's timebase is
+//! `CLOCK_REALTIME`), so they line up with the dump's `start_unix_ns`.
+
+use crate::hist::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Everything GPU-side one process collected; absent from dumps of shims that predate it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Gpu {
+    pub nvml: SourceStatus,
+    pub cupti: SourceStatus,
+    /// One entry per CUDA device the process created a context on.
+    pub devices: Vec<Device>,
+    /// Unified-memory counters, process-wide; None when they were not collected.
+    pub unified_memory: Option<UnifiedMemory>,
+    /// CUPTI's own overhead records, per kind.
+    pub cupti_overhead: Vec<Overhead>,
+    /// Records CUPTI dropped for lack of a buffer, plus buffers gpuspy refused because
+    /// its pool was full (each one loses the records CUPTI would have written to it).
+    pub dropped_records: u64,
+    pub refused_buffers: u64,
+}
+
+/// Whether a source delivered data, and if not (or only in part) why.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SourceStatus {
+    pub active: bool,
+    /// What was used ("libcupti.so.13, CUPTI 130001") or why nothing was.
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Device {
+    /// The CUDA device ordinal as this process saw it (after `CUDA_VISIBLE_DEVICES`).
+    pub ordinal: u32,
+    pub facts: Option<DeviceFacts>,
+    pub telemetry: Option<Telemetry>,
+    pub activity: Option<Activity>,
+}
+
+/// Read once per device from NVML (and the SM count from the driver).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceFacts {
+    pub name: String,
+    pub uuid: String,
+    pub pci_bus_id: String,
+    pub driver_version: String,
+    /// `cuDriverGetVersion` form: 13000 is CUDA 13.0.
+    pub cuda_driver_version: Option<u32>,
+    pub vbios_version: String,
+    pub sm_count: Option<u32>,
+    pub pcie: PcieLink,
+    pub ecc_enabled: Option<bool>,
+    pub ecc_pending: Option<bool>,
+    pub persistence_mode: Option<bool>,
+    pub mig_mode: Option<bool>,
+    pub power_limit_mw: Option<u32>,
+    pub max_sm_clock_mhz: Option<u32>,
+    pub max_mem_clock_mhz: Option<u32>,
+    /// Other processes with a compute context on this GPU when gpuspy started.
+    pub other_processes: Vec<GpuProcess>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PcieLink {
+    pub gen_current: Option<u32>,
+    /// The most the GPU and its slot together allow.
+    pub gen_max: Option<u32>,
+    pub width_current: Option<u32>,
+    pub width_max: Option<u32>,
+}
+
+impl PcieLink {
+    /// Peak one-direction bandwidth of the link as it runs now, in bytes per second
+    /// (per-lane rates after line coding: gen1/2 8b/10b, gen3+ 128b/130b).
+    pub fn peak_bytes_per_s(&self) -> Option<f64> {
+        let per_lane_gbit = match self.gen_current? {
+            1 => 2.0,
+            2 => 4.0,
+            3 => 7.877,
+            4 => 15.754,
+            5 => 31.508,
+            6 => 60.5,
+            _ => return None,
+        };
+        Some(per_lane_gbit * 1e9 / 8.0 * f64::from(self.width_current?))
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GpuProcess {
+    pub pid: u32,
+    pub used_bytes: Option<u64>,
+}
+
+/// NVML samples, every `interval_ms`, reduced to fixed-size summaries and a capped series.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Telemetry {
+    pub interval_ms: u64,
+    pub samples: u64,
+    pub gpu_util_pct: Option<Gauge>,
+    pub mem_util_pct: Option<Gauge>,
+    pub sm_clock_mhz: Option<Gauge>,
+    pub mem_clock_mhz: Option<Gauge>,
+    pub power_mw: Option<Gauge>,
+    pub gpu_temp_c: Option<Gauge>,
+    pub mem_temp_c: Option<Gauge>,
+    pub pcie_tx_kib_per_s: Option<Gauge>,
+    pub pcie_rx_kib_per_s: Option<Gauge>,
+    /// In how many samples each clock-event (throttle) reason was active.
+    pub clock_events: Vec<ClockEvent>,
+    /// Volatile ECC error counts at the first and the last sample.
+    pub ecc_corrected: Option<[u64; 2]>,
+    pub ecc_uncorrected: Option<[u64; 2]>,
+    /// The most other compute processes seen on the GPU at once.
+    pub other_processes_max: u32,
+    pub series: TelemetrySeries,
+}
+
+/// A sampled quantity: min, mean, max and the last value.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Gauge {
+    pub samples: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+    pub last: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClockEvent {
+    /// NVML's name for the reason bit (`sw-power-cap`, `hw-thermal-slowdown`, ...).
+    pub reason: String,
+    pub samples: u64,
+}
+
+/// Telemetry over time for plotting: at most `SERIES_POINTS` points, each the mean over
+/// `step_ms`; when full, neighbours are merged and the step doubles.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TelemetrySeries {
+    pub start_unix_ns: u64,
+    pub step_ms: u64,
+    pub gpu_util_pct: Vec<f32>,
+    pub sm_clock_mhz: Vec<f32>,
+    pub power_w: Vec<f32>,
+    pub gpu_temp_c: Vec<f32>,
+}
+
+/// The most points a series keeps.
+pub const SERIES_POINTS: usize = 240;
+
+/// CUPTI activity on one device.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Activity {
+    /// When gpuspy started collecting; work before it is not seen.
+    pub since_unix_ns: u64,
+    /// Start of the first and end of the last activity seen.
+    pub first_unix_ns: u64,
+    pub last_unix_ns: u64,
+    pub kernels: u64,
+    /// Sum of kernel durations (concurrent kernels counted each).
+    pub kernel_ns: u64,
+    /// Union of kernel intervals: time at least one kernel ran.
+    pub busy_ns: u64,
+    /// Union of kernel, copy and memset intervals.
+    pub active_ns: u64,
+    pub kernel_hist: Histogram,
+    /// Idle gaps between consecutive stretches of activity (any kind).
+    pub gap_hist: Histogram,
+    /// Kernels whose grid had fewer blocks than the GPU has SMs.
+    pub small_grid_kernels: u64,
+    pub small_grid_ns: u64,
+    /// The kernels with the most total time, names demangled, at most `TOP_KERNELS`.
+    pub top_kernels: Vec<KernelStat>,
+    pub copies: Vec<GpuCopy>,
+    pub memsets: u64,
+    pub memset_bytes: u64,
+    pub memset_ns: u64,
+    /// Kernel busy time over time, for plotting and for busy share in a window.
+    pub busy_series: BusySeries,
+    /// Records that arrived after the time they cover had been settled; their overlap
+    /// with settled time is not counted (see docs/dump-format.md).
+    pub late_records: u64,
+    pub late_ns: u64,
+    /// Kernel records without timestamps (CUPTI ran out of timing memory).
+    pub untimed_records: u64,
+}
+
+impl Activity {
+    /// Kernel busy time over the span from the first activity to the last.
+    pub fn busy_share(&self) -> Option<f64> {
+        let span = self.last_unix_ns.checked_sub(self.first_unix_ns)?;
+        (span > 0).then(|| self.busy_ns as f64 / span as f64)
+    }
+
+    /// Kernel busy time in `[from, to)` (Unix ns), from the series: slots the window only
+    /// partly covers count in proportion to the part covered.
+    pub fn busy_in(&self, from: u64, to: u64) -> u64 {
+        let s = &self.busy_series;
+        let mut busy = 0.0;
+        for (i, &b) in s.busy_ns.iter().enumerate() {
+            let lo = s.start_unix_ns + i as u64 * s.step_ns;
+            let hi = lo + s.step_ns;
+            let overlap = hi.min(to).saturating_sub(lo.max(from));
+            if overlap > 0 {
+                busy += b as f64 * overlap as f64 / s.step_ns as f64;
+            }
+        }
+        busy as u64
+    }
+}
+
+pub const TOP_KERNELS: usize = 20;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelStat {
+    pub name: String,
+    pub calls: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    /// Fewest and most blocks in a grid of this kernel.
+    pub min_blocks: u64,
+    pub max_blocks: u64,
+}
+
+/// Copies CUPTI saw, per direction and host memory kind.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GpuCopy {
+    /// `HtoD`, `DtoH`, `DtoD`, `PtoP`, `HtoH` or `other`.
+    pub kind: String,
+    /// `pageable`, `pinned`, `managed`, `device` or `other`: the host side's memory kind
+    /// (for device-to-device copies, the source's).
+    pub memory: String,
+    pub count: u64,
+    pub bytes: u64,
+    pub ns: u64,
+}
+
+impl GpuCopy {
+    /// Achieved throughput while copying, bytes per second.
+    pub fn bytes_per_s(&self) -> Option<f64> {
+        (self.ns > 0).then(|| self.bytes as f64 * 1e9 / self.ns as f64)
+    }
+}
+
+/// Kernel busy nanoseconds per slot of `step_ns` from `start_unix_ns`; at most
+/// `SERIES_POINTS` slots, merged pairwise (step doubled) when the run outgrows them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BusySeries {
+    pub start_unix_ns: u64,
+    pub step_ns: u64,
+    pub busy_ns: Vec<u64>,
+}
+
+/// CUPTI unified-memory counters, summed over the run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UnifiedMemory {
+    /// CPU page faults on managed memory (one per record).
+    pub cpu_page_faults: u64,
+    /// GPU page-fault groups (records; each groups faults serviced together).
+    pub gpu_page_fault_groups: u64,
+    pub bytes_htod: u64,
+    pub bytes_dtoh: u64,
+    pub bytes_dtod: u64,
+    pub thrashing_bytes: u64,
+    pub throttling_events: u64,
+    pub remote_map_bytes: u64,
+}
+
+impl UnifiedMemory {
+    pub fn faults(&self) -> u64 {
+        self.cpu_page_faults + self.gpu_page_fault_groups
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Overhead {
+    /// `driver-compiler`, `cupti-buffer-flush`, `cupti-instrumentation`, ...
+    pub kind: String,
+    pub count: u64,
+    pub ns: u64,
+}

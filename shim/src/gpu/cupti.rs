@@ -1,0 +1,670 @@
+//! CUPTI activity collection through the V1 activity API (the only one on CUDA 13.0 /
+//! driver 580; see shared/design/gpu-truth-facts.md).
+//!
+//! gpuspy never calls `cuptiSubscribe` (that would take CUPTI from torch.profiler). It
+//! registers buffer callbacks, enables CONCURRENT_KERNEL (not KERNEL, which serialises
+//! kernels), MEMCPY, MEMSET, OVERHEAD and the unified-memory counters, and flushes from its
+//! own thread. The request callback runs on application threads inside CUDA calls, so it
+//! only hands out a buffer from a fixed pool; parsing happens on the gpuspy thread.
+//!
+//! The V1 callbacks are process-wide: a later registration silently replaces ours. So the
+//! shim exports `cuptiActivityRegisterCallbacks`, `cuptiActivityEnable`,
+//! `cuptiActivityDisable` and `cuptiFinalize`: when another tool (torch.profiler's
+//! Kineto) registers, gpuspy keeps its own callbacks in place and tees: while that guest
+//! has kernel collection on, buffers come from the guest's allocator, gpuspy reads each
+//! completed buffer and then hands it to the guest's completion callback, untouched. A
+//! guest's disable of a kind gpuspy also uses is not forwarded (so gpuspy keeps seeing
+//! work after the guest's session ends); records of gpuspy's kinds may therefore reach
+//! the guest's buffers outside its session, which Kineto ignores.
+
+use super::activity::{Aggregator, Record};
+use crate::doors::lookup;
+use std::ffi::{c_char, c_void, CStr};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
+use std::sync::{Mutex, OnceLock};
+
+type CuptiResult = u32;
+type RequestFn = unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
+type CompleteFn = unsafe extern "C" fn(*mut c_void, u32, *mut u8, usize, usize);
+
+const KIND_MEMCPY: u32 = 1;
+const KIND_MEMSET: u32 = 2;
+const KIND_KERNEL: u32 = 3;
+const KIND_CONCURRENT_KERNEL: u32 = 10;
+const KIND_OVERHEAD: u32 = 17;
+const KIND_UNIFIED_MEMORY_COUNTER: u32 = 25;
+/// The kinds gpuspy keeps on for the whole run.
+const OUR_KINDS: [u32; 5] = [
+    KIND_CONCURRENT_KERNEL,
+    KIND_MEMCPY,
+    KIND_MEMSET,
+    KIND_OVERHEAD,
+    KIND_UNIFIED_MEMORY_COUNTER,
+];
+const FLUSH_FORCED: u32 = 1;
+
+/// 4 MiB buffers (CUPTI recommends 1 to 10 MB), at most 8: 32 MiB of address space at
+/// worst, a few buffers in practice since the gpuspy thread drains them every tick.
+const BUFFER_BYTES: usize = 4 << 20;
+const MAX_BUFFERS: usize = 8;
+
+/// The CUPTI entry points gpuspy calls, resolved in the library itself.
+struct Api {
+    register_callbacks: unsafe extern "C" fn(RequestFn, CompleteFn) -> CuptiResult,
+    enable: unsafe extern "C" fn(u32) -> CuptiResult,
+    configure_unified_memory: unsafe extern "C" fn(*mut UmConfig, u32) -> CuptiResult,
+    flush_all: unsafe extern "C" fn(u32) -> CuptiResult,
+    next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
+    dropped_records: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
+    timestamp: unsafe extern "C" fn(*mut u64) -> CuptiResult,
+}
+
+#[repr(C)]
+struct UmConfig {
+    scope: u32,
+    kind: u32,
+    device_id: u32,
+    enable: u32,
+}
+
+static API: OnceLock<Api> = OnceLock::new();
+/// The libcupti gpuspy uses.
+static LIBRARY: AtomicPtr<c_void> = AtomicPtr::new(null_mut());
+/// Our callbacks are the ones CUPTI holds.
+static REGISTERED: AtomicBool = AtomicBool::new(false);
+static GUEST_REQUEST: AtomicPtr<c_void> = AtomicPtr::new(null_mut());
+static GUEST_COMPLETE: AtomicPtr<c_void> = AtomicPtr::new(null_mut());
+/// The guest has kernel collection on: its allocator provides the buffers.
+static GUEST_ACTIVE: AtomicBool = AtomicBool::new(false);
+static GUEST_SESSIONS: AtomicU64 = AtomicU64::new(0);
+static FINALIZED_BY_PROGRAM: AtomicBool = AtomicBool::new(false);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+static REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// Our buffers: all of them (to recognise ours in the completion callback) and the free
+/// ones. Pre-sized, so the callbacks never reallocate.
+struct Pool {
+    owned: Vec<usize>,
+    free: Vec<usize>,
+    /// Completed buffers waiting for the gpuspy thread: (address, valid bytes).
+    filled: Vec<(usize, usize)>,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    owned: Vec::new(),
+    free: Vec::new(),
+    filled: Vec::new(),
+});
+
+/// The running reduction; shared with the completion callback for guest buffers.
+pub static AGGREGATOR: Mutex<Option<Aggregator>> = Mutex::new(None);
+
+/// Starts collection; returns a note for the dump saying what was used or why not.
+pub fn start() -> Result<String, String> {
+    let (handle, soname) = find_library()?;
+    LIBRARY.store(handle, Release);
+    let symbol = |name: &CStr| {
+        let f = lookup(handle, name);
+        (!f.is_null())
+            .then_some(f)
+            .ok_or_else(|| format!("{soname} has no {}", name.to_string_lossy()))
+    };
+    let version_fn = symbol(c"cuptiGetVersion")?;
+    let mut version = 0u32;
+    // SAFETY: cuptiGetVersion(uint32_t*).
+    unsafe {
+        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut u32) -> CuptiResult>(
+            version_fn,
+        )(&mut version)
+    };
+    if !layout_known(version) {
+        return Err(format!(
+            "CUPTI version {version} ({soname}) has record layouts gpuspy does not know"
+        ));
+    }
+    // SAFETY: each symbol is the CUPTI function of that name, whose C signature is the
+    // field's type (cupti_activity.h); the field types are the transmutes' annotations.
+    #[allow(clippy::missing_transmute_annotations)]
+    let api = unsafe {
+        Api {
+            register_callbacks: std::mem::transmute(symbol(c"cuptiActivityRegisterCallbacks")?),
+            enable: std::mem::transmute(symbol(c"cuptiActivityEnable")?),
+            configure_unified_memory: std::mem::transmute(symbol(
+                c"cuptiActivityConfigureUnifiedMemoryCounter",
+            )?),
+            flush_all: std::mem::transmute(symbol(c"cuptiActivityFlushAll")?),
+            next_record: std::mem::transmute(symbol(c"cuptiActivityGetNextRecord")?),
+            dropped_records: std::mem::transmute(symbol(c"cuptiActivityGetNumDroppedRecords")?),
+            timestamp: std::mem::transmute(symbol(c"cuptiGetTimestamp")?),
+        }
+    };
+    if let Ok(mut pool) = POOL.lock() {
+        pool.owned.reserve_exact(MAX_BUFFERS);
+        pool.free.reserve_exact(MAX_BUFFERS);
+        pool.filled.reserve_exact(MAX_BUFFERS);
+    }
+    let api = API.get_or_init(|| api);
+    let since = now(api);
+    if let Ok(mut agg) = AGGREGATOR.lock() {
+        *agg = Some(Aggregator::new(since));
+    }
+    // SAFETY: our callbacks have the signatures CUPTI documents.
+    let r = unsafe { (api.register_callbacks)(on_buffer_request, on_buffer_complete) };
+    if r != 0 {
+        return Err(format!("cuptiActivityRegisterCallbacks failed ({r})"));
+    }
+    REGISTERED.store(true, Release);
+    let mut note = format!("{soname}, CUPTI {version}");
+    // Unified-memory counters are configured after cuInit and before their kind is
+    // enabled; platforms without them (MPS, some virtual GPUs) refuse here.
+    let mut counters: Vec<UmConfig> = (1..=5)
+        .map(|kind| UmConfig {
+            scope: 1,
+            kind,
+            device_id: 0,
+            enable: 1,
+        })
+        .collect();
+    // SAFETY: a valid array of `counters.len()` configs.
+    let um =
+        unsafe { (api.configure_unified_memory)(counters.as_mut_ptr(), counters.len() as u32) };
+    for kind in OUR_KINDS {
+        if kind == KIND_UNIFIED_MEMORY_COUNTER && um != 0 {
+            note.push_str(&format!("; unified-memory counters unavailable ({um})"));
+            continue;
+        }
+        // SAFETY: plain CUPTI call.
+        let r = unsafe { (api.enable)(kind) };
+        if r != 0 {
+            note.push_str(&format!("; activity kind {kind} refused ({r})"));
+        } else if kind == KIND_UNIFIED_MEMORY_COUNTER {
+            with_aggregator(Aggregator::expect_unified_memory);
+        }
+    }
+    Ok(note)
+}
+
+/// 12.x (API versions 18 to 28) and 13.x keep the record prefixes gpuspy reads.
+fn layout_known(version: u32) -> bool {
+    (18..=28).contains(&version) || (130_000..140_000).contains(&version)
+}
+
+/// The libcupti the process already has, else one beside its libcudart.
+fn find_library() -> Result<(*mut c_void, String), String> {
+    for soname in [c"libcupti.so.13", c"libcupti.so.12", c"libcupti.so"] {
+        // SAFETY: a valid C string; RTLD_NOLOAD only returns an already loaded object.
+        let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        if !h.is_null() {
+            return Ok((h, soname.to_string_lossy().into_owned()));
+        }
+    }
+    let cudart = loaded_object_containing("libcudart.so")
+        .ok_or("no libcupti loaded and no libcudart to find one beside")?;
+    let dir = cudart
+        .parent()
+        .ok_or("libcudart path without a directory")?;
+    // Toolkit (lib64 -> extras/CUPTI/lib64) and pip wheel (cuda_runtime/lib -> cuda_cupti/lib,
+    // or one shared cu13/lib) layouts.
+    let candidates = [
+        dir.to_path_buf(),
+        dir.join("../extras/CUPTI/lib64"),
+        dir.join("../../cuda_cupti/lib"),
+    ];
+    for candidate in candidates {
+        let Ok(entries) = std::fs::read_dir(&candidate) else {
+            continue;
+        };
+        let mut names: Vec<_> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("libcupti.so"))
+            })
+            .collect();
+        names.sort();
+        for path in names {
+            let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+                continue;
+            };
+            // SAFETY: a valid C string path.
+            let h = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+            if !h.is_null() {
+                return Ok((h, path.display().to_string()));
+            }
+        }
+    }
+    Err(format!(
+        "no libcupti loaded or found beside {}",
+        cudart.display()
+    ))
+}
+
+/// The path of a loaded object whose file name contains `needle`.
+fn loaded_object_containing(needle: &str) -> Option<std::path::PathBuf> {
+    struct Search<'a> {
+        needle: &'a str,
+        found: Option<std::path::PathBuf>,
+    }
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info and our own data pointer.
+        let (info, search) = unsafe { (&*info, &mut *(data as *mut Search)) };
+        if info.dlpi_name.is_null() {
+            return 0;
+        }
+        // SAFETY: dlpi_name is a C string.
+        let name = unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy();
+        let file = name.rsplit('/').next().unwrap_or_default();
+        if file.contains(search.needle) {
+            search.found = Some(std::path::PathBuf::from(name.as_ref()));
+            return 1;
+        }
+        0
+    }
+    let mut search = Search {
+        needle,
+        found: None,
+    };
+    // SAFETY: the callback only reads the entries and writes into `search`.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut search as *mut Search).cast()) };
+    search.found
+}
+
+fn now(api: &Api) -> u64 {
+    let mut t = 0u64;
+    // SAFETY: cuptiGetTimestamp(uint64_t*).
+    unsafe { (api.timestamp)(&mut t) };
+    t
+}
+
+fn with_aggregator(f: impl FnOnce(&mut Aggregator)) {
+    if let Ok(mut guard) = AGGREGATOR.lock() {
+        if let Some(agg) = guard.as_mut() {
+            f(agg);
+        }
+    }
+}
+
+/// Asks CUPTI for completed buffers (all buffers when `forced`, at exit) and reduces them.
+/// Intervals older than `settle_margin_ns` are settled: records of still-running work,
+/// held back in incomplete buffers, rarely arrive later than that.
+pub fn collect(forced: bool, settle_margin_ns: u64) {
+    let Some(api) = API.get() else { return };
+    if !REGISTERED.load(Acquire) {
+        return;
+    }
+    let horizon = now(api).saturating_sub(settle_margin_ns);
+    // SAFETY: plain CUPTI call, from a thread that is not in a CUPTI callback.
+    unsafe { (api.flush_all)(if forced { FLUSH_FORCED } else { 0 }) };
+    // At most MAX_BUFFERS entries: only our own buffers are queued.
+    let filled: Vec<(usize, usize)> = match POOL.lock() {
+        Ok(mut pool) => pool.filled.drain(..).collect(),
+        Err(_) => return,
+    };
+    with_aggregator(|agg| {
+        for &(buffer, valid) in &filled {
+            // SAFETY: a buffer of ours that CUPTI completed with `valid` bytes.
+            unsafe { reduce(api, agg, buffer as *mut u8, valid) };
+        }
+        agg.settle(if forced { u64::MAX } else { horizon });
+    });
+    if let Ok(mut pool) = POOL.lock() {
+        pool.free.extend(filled.iter().map(|&(b, _)| b));
+    }
+}
+
+/// What the dump reports about CUPTI besides the per-device activity.
+pub fn counters() -> (u64, u64, u64, bool) {
+    (
+        DROPPED.load(Relaxed),
+        REFUSED.load(Relaxed),
+        GUEST_SESSIONS.load(Relaxed),
+        FINALIZED_BY_PROGRAM.load(Relaxed),
+    )
+}
+
+/// Reads every record of a completed buffer into the aggregator.
+///
+/// # Safety
+/// `buffer` holds `valid` bytes of CUPTI activity records.
+unsafe fn reduce(api: &Api, agg: &mut Aggregator, buffer: *mut u8, valid: usize) {
+    let mut record: *mut u8 = null_mut();
+    // SAFETY: CUPTI walks its own buffer; a non-zero status ends it (end or invalid kind).
+    while unsafe { (api.next_record)(buffer, valid, &mut record) } == 0 && !record.is_null() {
+        // SAFETY: CUPTI returned a pointer to a complete record.
+        if let Some(r) = unsafe { decode(record) } {
+            agg.add(r);
+        }
+    }
+}
+
+/// # Safety
+/// `p` points to a whole record that stays valid while the result is used.
+unsafe fn read<T: Copy>(p: *const u8, offset: usize) -> T {
+    // SAFETY: the caller vouches for the record; offsets are inside its struct.
+    unsafe { p.add(offset).cast::<T>().read_unaligned() }
+}
+
+/// The fields gpuspy needs, at the offsets shared by `Kernel9`..`Kernel13`, `Memcpy6`,
+/// `Memset4`, `UnifiedMemoryCounter3` and `Overhead3` (cupti_activity.h, CUDA 12 and 13).
+///
+/// # Safety
+/// `p` points to a complete activity record.
+unsafe fn decode<'a>(p: *const u8) -> Option<Record<'a>> {
+    // SAFETY (all reads): offsets lie inside the struct of the record's kind.
+    unsafe {
+        match read::<u32>(p, 0) {
+            KIND_KERNEL | KIND_CONCURRENT_KERNEL => {
+                let dim = |o| u64::from(read::<i32>(p, o).max(0) as u32);
+                let name: *const c_char = read(p, 104);
+                Some(Record::Kernel {
+                    start: read(p, 16),
+                    end: read(p, 24),
+                    device: read(p, 40),
+                    blocks: dim(52) * dim(56) * dim(60),
+                    name: (!name.is_null()).then(|| CStr::from_ptr(name)),
+                })
+            }
+            KIND_MEMCPY => Some(Record::Copy {
+                kind: read(p, 4),
+                src_memory: read(p, 5),
+                dst_memory: read(p, 6),
+                bytes: read(p, 8),
+                start: read(p, 16),
+                end: read(p, 24),
+                device: read(p, 32),
+            }),
+            KIND_MEMSET => Some(Record::Memset {
+                bytes: read(p, 8),
+                start: read(p, 16),
+                end: read(p, 24),
+                device: read(p, 32),
+            }),
+            KIND_UNIFIED_MEMORY_COUNTER => Some(Record::UnifiedMemory {
+                counter: read(p, 4),
+                value: read(p, 8),
+            }),
+            KIND_OVERHEAD => Some(Record::Overhead {
+                kind: read(p, 4),
+                start: read(p, 24),
+                end: read(p, 32),
+            }),
+            _ => None,
+        }
+    }
+}
+
+unsafe extern "C" fn on_buffer_request(
+    buffer: *mut *mut u8,
+    size: *mut usize,
+    max_records: *mut usize,
+) {
+    let guest = GUEST_REQUEST.load(Acquire);
+    if GUEST_ACTIVE.load(Acquire) && !guest.is_null() {
+        // SAFETY: the guest registered this as its request callback.
+        return unsafe {
+            std::mem::transmute::<*mut c_void, RequestFn>(guest)(buffer, size, max_records)
+        };
+    }
+    let mut given = null_mut();
+    if let Ok(mut pool) = POOL.lock() {
+        given = match pool.free.pop() {
+            Some(b) => b as *mut u8,
+            None if pool.owned.len() < MAX_BUFFERS => {
+                // SAFETY: malloc of a constant size; CUPTI needs 8-byte alignment, which
+                // malloc gives.
+                let b = unsafe { libc::malloc(BUFFER_BYTES) } as *mut u8;
+                if !b.is_null() {
+                    pool.owned.push(b as usize);
+                }
+                b
+            }
+            None => null_mut(),
+        };
+    }
+    if given.is_null() {
+        REFUSED.fetch_add(1, Relaxed);
+    }
+    // SAFETY: CUPTI passes valid out-pointers.
+    unsafe {
+        *buffer = given;
+        *size = if given.is_null() { 0 } else { BUFFER_BYTES };
+        *max_records = 0;
+    }
+}
+
+unsafe extern "C" fn on_buffer_complete(
+    context: *mut c_void,
+    stream: u32,
+    buffer: *mut u8,
+    size: usize,
+    valid: usize,
+) {
+    if let Some(api) = API.get() {
+        let mut dropped = 0usize;
+        // SAFETY: plain CUPTI query, allowed in the completion callback.
+        if unsafe { (api.dropped_records)(context, stream, &mut dropped) } == 0 {
+            DROPPED.fetch_add(dropped as u64, Relaxed);
+        }
+    }
+    if buffer.is_null() {
+        return;
+    }
+    if let Ok(mut pool) = POOL.lock() {
+        if pool.owned.contains(&(buffer as usize)) {
+            pool.filled.push((buffer as usize, valid));
+            return;
+        }
+    }
+    // A guest's buffer: read it now, then hand it over; the guest frees it.
+    if let Some(api) = API.get() {
+        // SAFETY: CUPTI completed this buffer with `valid` bytes of records.
+        with_aggregator(|agg| unsafe { reduce(api, agg, buffer, valid) });
+    }
+    let guest = GUEST_COMPLETE.load(Acquire);
+    if !guest.is_null() {
+        // SAFETY: the guest registered this as its completion callback.
+        unsafe {
+            std::mem::transmute::<*mut c_void, CompleteFn>(guest)(
+                context, stream, buffer, size, valid,
+            )
+        };
+    }
+}
+
+/// libcupti's own definition of `name`, for the exported tees below: from the library
+/// gpuspy uses, else the next in the global scope, else a loaded one found by soname (a
+/// dependency of a module opened with RTLD_LOCAL is not in the global scope).
+fn real(name: &CStr) -> Option<*mut c_void> {
+    let handle = LIBRARY.load(Acquire);
+    let f = if handle.is_null() {
+        let next = lookup(libc::RTLD_NEXT, name);
+        if next.is_null() {
+            find_library().map_or(null_mut(), |(h, _)| lookup(h, name))
+        } else {
+            next
+        }
+    } else {
+        lookup(handle, name)
+    };
+    (!f.is_null()).then_some(f)
+}
+
+/// A guest starting or ending its kernel collection: close every buffer in flight so that
+/// records from then on land in the right allocator's buffers.
+fn hand_over() {
+    if let (Some(api), true) = (API.get(), REGISTERED.load(Acquire)) {
+        // SAFETY: plain CUPTI call from an application thread outside any callback.
+        unsafe { (api.flush_all)(FLUSH_FORCED) };
+    }
+}
+
+const CUPTI_ERROR_NOT_INITIALIZED: CuptiResult = 15;
+
+/// Another tool's registration: remembered, and served by our tee when ours is in place.
+///
+/// # Safety
+/// Same contract as `cuptiActivityRegisterCallbacks`.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
+    request: Option<RequestFn>,
+    complete: Option<CompleteFn>,
+) -> CuptiResult {
+    let as_ptr = |f: Option<*mut c_void>| f.unwrap_or(null_mut());
+    GUEST_REQUEST.store(as_ptr(request.map(|f| f as *mut c_void)), Release);
+    GUEST_COMPLETE.store(as_ptr(complete.map(|f| f as *mut c_void)), Release);
+    if REGISTERED.load(Acquire) {
+        return 0;
+    }
+    let Some(real) = real(c"cuptiActivityRegisterCallbacks") else {
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    };
+    type Real = unsafe extern "C" fn(Option<RequestFn>, Option<CompleteFn>) -> CuptiResult;
+    // SAFETY: libcupti's function of this name and signature.
+    unsafe { std::mem::transmute::<*mut c_void, Real>(real)(request, complete) }
+}
+
+/// # Safety
+/// Same contract as `cuptiActivityEnable`.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> CuptiResult {
+    let Some(real) = real(c"cuptiActivityEnable") else {
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: libcupti's function of this name and signature.
+    let r = unsafe {
+        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> CuptiResult>(real)(kind)
+    };
+    if r == 0 && matches!(kind, KIND_KERNEL | KIND_CONCURRENT_KERNEL) && !GUEST_ACTIVE.load(Acquire)
+    {
+        hand_over();
+        GUEST_ACTIVE.store(true, Release);
+        GUEST_SESSIONS.fetch_add(1, Relaxed);
+    }
+    r
+}
+
+/// # Safety
+/// Same contract as `cuptiActivityDisable`.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityDisable(kind: u32) -> CuptiResult {
+    if matches!(kind, KIND_KERNEL | KIND_CONCURRENT_KERNEL) && GUEST_ACTIVE.load(Acquire) {
+        GUEST_ACTIVE.store(false, Release);
+        hand_over();
+    }
+    if REGISTERED.load(Acquire) && OUR_KINDS.contains(&kind) {
+        return 0;
+    }
+    let Some(real) = real(c"cuptiActivityDisable") else {
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: libcupti's function of this name and signature.
+    unsafe {
+        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> CuptiResult>(real)(kind)
+    }
+}
+
+/// A program that finalizes CUPTI ends our collection too; the dump says so.
+///
+/// # Safety
+/// Same contract as `cuptiFinalize`.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiFinalize() -> CuptiResult {
+    if REGISTERED.load(Acquire) {
+        collect(true, 0);
+        REGISTERED.store(false, Release);
+        FINALIZED_BY_PROGRAM.store(true, Relaxed);
+    }
+    let Some(real) = real(c"cuptiFinalize") else {
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: libcupti's function of this name and signature.
+    unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> CuptiResult>(real)() }
+}
+
+/// The tee for a CUPTI name looked up through `dlsym`: ours in place of libcupti's.
+pub fn dlsym_wrapper(found: *mut c_void, name: &CStr) -> *mut c_void {
+    match name.to_bytes() {
+        b"cuptiActivityRegisterCallbacks" => cuptiActivityRegisterCallbacks as *mut c_void,
+        b"cuptiActivityEnable" => cuptiActivityEnable as *mut c_void,
+        b"cuptiActivityDisable" => cuptiActivityDisable as *mut c_void,
+        b"cuptiFinalize" => cuptiFinalize as *mut c_void,
+        _ => found,
+    }
+}
+
+/// Stops using CUPTI's shared state in a forked child: the parent's registration does not
+/// carry over, and our locks may have been held by a thread that does not exist here.
+pub fn forget_after_fork() {
+    REGISTERED.store(false, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_decode_at_the_documented_offsets() {
+        // A Kernel10 prefix: kind 10, start 16, end 24, device 40, grid 52/56/60, name 104.
+        let mut k = [0u8; 112];
+        k[0..4].copy_from_slice(&10u32.to_le_bytes());
+        k[16..24].copy_from_slice(&1000u64.to_le_bytes());
+        k[24..32].copy_from_slice(&1900u64.to_le_bytes());
+        k[40..44].copy_from_slice(&3u32.to_le_bytes());
+        for (o, v) in [(52, 8i32), (56, 2), (60, 1)] {
+            k[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let name = c"_Z4stepv";
+        k[104..112].copy_from_slice(&(name.as_ptr() as usize).to_le_bytes());
+        // SAFETY: a whole record.
+        match unsafe { decode(k.as_ptr()) } {
+            Some(Record::Kernel {
+                device,
+                start,
+                end,
+                name: Some(n),
+                blocks,
+            }) => assert_eq!((device, start, end, n, blocks), (3, 1000, 1900, name, 16)),
+            _ => panic!("not decoded as a kernel"),
+        }
+        // A Memcpy6 prefix: kind 1, copyKind HtoD, src pageable, dst device, 4 KiB.
+        let mut m = [0u8; 48];
+        m[0..4].copy_from_slice(&1u32.to_le_bytes());
+        m[4..7].copy_from_slice(&[1, 1, 3]);
+        m[8..16].copy_from_slice(&4096u64.to_le_bytes());
+        m[16..24].copy_from_slice(&5u64.to_le_bytes());
+        m[24..32].copy_from_slice(&9u64.to_le_bytes());
+        m[32..36].copy_from_slice(&1u32.to_le_bytes());
+        // SAFETY: a whole record.
+        match unsafe { decode(m.as_ptr()) } {
+            Some(Record::Copy {
+                device: 1,
+                kind: 1,
+                src_memory: 1,
+                dst_memory: 3,
+                bytes: 4096,
+                start: 5,
+                end: 9,
+            }) => {}
+            _ => panic!("not decoded as a copy"),
+        }
+        let mut unknown = [0u8; 8];
+        unknown[0..4].copy_from_slice(&99u32.to_le_bytes());
+        // SAFETY: a record of an unknown kind is not read past its kind.
+        assert!(unsafe { decode(unknown.as_ptr()) }.is_none());
+    }
+
+    #[test]
+    fn only_known_layouts_are_read() {
+        assert!(layout_known(130001));
+        assert!(layout_known(26));
+        assert!(!layout_known(140000));
+        assert!(!layout_known(17));
+    }
+}

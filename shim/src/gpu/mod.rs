@@ -1,0 +1,346 @@
+//! The GPU's own view: NVML telemetry and CUPTI activity, collected on one gpuspy thread.
+//!
+//! Nothing starts until the process's first successful `cuInit`; then one thread opens
+//! NVML and CUPTI and, every `GPUSPY_NVML_MS` (100 ms), samples NVML for each device the
+//! process created a context on and drains CUPTI's completed buffers. At exit an `atexit`
+//! handler (registered after the program's own, so it runs before them, while CUDA and
+//! CUPTI are still up) forces a last flush. Its own driver and NVML calls bypass the
+//! wrappers and its thread is excluded from recording, so they never appear as the
+//! program's calls. A forked child collects nothing GPU-side.
+
+pub mod activity;
+pub mod cupti;
+mod nvml;
+
+use crate::{clock, doors};
+use gpuspy_format::gpu::{Device, DeviceFacts, Gpu, SourceStatus};
+use nvml::{Nvml, TelemetryAgg};
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::Mutex;
+use std::time::Duration;
+
+static STARTED: AtomicBool = AtomicBool::new(false);
+static FINISHED: AtomicBool = AtomicBool::new(false);
+/// The gpuspy thread has opened (or failed to open) NVML and CUPTI.
+static SOURCES_OPEN: AtomicBool = AtomicBool::new(false);
+static IN_FORKED_CHILD: AtomicBool = AtomicBool::new(false);
+/// CUDA ordinals (below 64) the process created or retained a context on.
+static DEVICES_USED: AtomicU64 = AtomicU64::new(0);
+
+/// Intervals younger than this stay unsettled: records of work still running when a flush
+/// happens come later.
+const SETTLE_MARGIN_NS: u64 = 500_000_000;
+/// Other processes on a GPU are listed every this many ticks.
+const PROCESS_SCAN_TICKS: u64 = 10;
+
+#[derive(Default)]
+struct State {
+    nvml: SourceStatus,
+    cupti: SourceStatus,
+    devices: BTreeMap<u32, DeviceState>,
+}
+
+#[derive(Default)]
+struct DeviceState {
+    facts: Option<DeviceFacts>,
+    telemetry: Option<TelemetryAgg>,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+/// After the first successful `cuInit` of the process: start the gpuspy thread.
+#[cold]
+pub fn on_driver_ready() {
+    if IN_FORKED_CHILD.load(Relaxed) || STARTED.swap(true, AcqRel) {
+        return;
+    }
+    if let Ok(mut state) = STATE.lock() {
+        *state = Some(State::default());
+    }
+    let spawned = std::thread::Builder::new()
+        .name("gpuspy-gpu".into())
+        .spawn(run);
+    if spawned.is_err() {
+        set_status(|s| {
+            s.nvml.note = "could not start the gpuspy thread".into();
+            s.cupti.note = s.nvml.note.clone();
+        });
+        return;
+    }
+    // SAFETY: registering a plain extern "C" fn.
+    unsafe { libc::atexit(finish_at_exit) };
+}
+
+/// A context was created or retained on CUDA device `ordinal`.
+#[cold]
+pub fn on_device_used(ordinal: c_int) {
+    if (0..64).contains(&ordinal) {
+        DEVICES_USED.fetch_or(1 << ordinal, Relaxed);
+    }
+}
+
+extern "C" fn finish_at_exit() {
+    finish();
+}
+
+/// The last collection: forced CUPTI flush. Later calls do nothing. A process that ends
+/// while the gpuspy thread is still opening NVML and CUPTI waits for it (at most 1 s), so
+/// that the dump says what happened.
+pub fn finish() {
+    if STARTED.load(Acquire) && !IN_FORKED_CHILD.load(Relaxed) && !FINISHED.swap(true, AcqRel) {
+        let deadline = clock::monotonic_ns() + 1_000_000_000;
+        while !SOURCES_OPEN.load(Acquire) && clock::monotonic_ns() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        cupti::collect(true, 0);
+    }
+}
+
+pub fn on_fork_child() {
+    IN_FORKED_CHILD.store(true, Relaxed);
+    cupti::forget_after_fork();
+}
+
+fn set_status(f: impl FnOnce(&mut State)) {
+    if let Ok(mut guard) = STATE.lock() {
+        if let Some(state) = guard.as_mut() {
+            f(state);
+        }
+    }
+}
+
+struct Settings {
+    interval: Duration,
+    nvml: bool,
+    cupti: bool,
+}
+
+fn settings() -> Settings {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let ms = var("GPUSPY_NVML_MS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(100);
+    Settings {
+        // With NVML off the thread still drains CUPTI every 100 ms.
+        interval: Duration::from_millis(if ms == 0 { 100 } else { ms.max(10) }),
+        nvml: ms != 0,
+        cupti: var("GPUSPY_CUPTI").is_none_or(|v| v != "0"),
+    }
+}
+
+fn run() {
+    crate::tls::exclude_current_thread();
+    let settings = settings();
+    let nvml = if settings.nvml {
+        Nvml::open()
+    } else {
+        Err("off (GPUSPY_NVML_MS=0)".to_string())
+    };
+    let cupti = if settings.cupti {
+        cupti::start()
+    } else {
+        Err("off (GPUSPY_CUPTI=0)".to_string())
+    };
+    set_status(|s| {
+        s.nvml = status(
+            nvml.as_ref()
+                .map(|_| "libnvidia-ml.so.1".to_string())
+                .map_err(String::clone),
+        );
+        s.cupti = status(cupti.clone());
+    });
+    SOURCES_OPEN.store(true, Release);
+    let nvml = nvml.ok();
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    let mut known = 0u64;
+    let mut tick = 0u64;
+    while !FINISHED.load(Acquire) {
+        let started = clock::monotonic_ns();
+        let used = DEVICES_USED.load(Relaxed);
+        if used != known {
+            for ordinal in (0..64).filter(|o| (used & !known) >> o & 1 == 1) {
+                add_device(ordinal, nvml.as_ref(), pid, settings.interval);
+            }
+            known = used;
+        }
+        if let Some(nvml) = &nvml {
+            sample(nvml, pid, tick.is_multiple_of(PROCESS_SCAN_TICKS));
+        }
+        cupti::collect(false, SETTLE_MARGIN_NS);
+        tick += 1;
+        let spent = Duration::from_nanos(clock::monotonic_ns().saturating_sub(started));
+        std::thread::sleep(settings.interval.saturating_sub(spent));
+    }
+}
+
+fn status(r: Result<String, String>) -> SourceStatus {
+    match r {
+        Ok(note) => SourceStatus { active: true, note },
+        Err(note) => SourceStatus {
+            active: false,
+            note,
+        },
+    }
+}
+
+/// The driver's view of a device (PCI bus id, SM count), asked of libcuda directly.
+fn driver_identity(ordinal: u32) -> (Option<String>, Option<u32>) {
+    type DeviceGet = unsafe extern "C" fn(*mut c_int, c_int) -> u32;
+    type BusId = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> u32;
+    type Attribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> u32;
+    const MULTIPROCESSOR_COUNT: c_int = 16;
+    let (Some(get), Some(bus), Some(attr)) = (
+        doors::driver_symbol(c"cuDeviceGet"),
+        doors::driver_symbol(c"cuDeviceGetPCIBusId"),
+        doors::driver_symbol(c"cuDeviceGetAttribute"),
+    ) else {
+        return (None, None);
+    };
+    let mut dev: c_int = 0;
+    // SAFETY: libcuda's functions of these names and cuda.h signatures.
+    unsafe {
+        if std::mem::transmute::<*mut c_void, DeviceGet>(get)(&mut dev, ordinal as c_int) != 0 {
+            return (None, None);
+        }
+        let mut buf = [0 as c_char; 32];
+        let bus_id = (std::mem::transmute::<*mut c_void, BusId>(bus)(buf.as_mut_ptr(), 32, dev)
+            == 0)
+            .then(|| CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned());
+        let mut sms: c_int = 0;
+        let sms = (std::mem::transmute::<*mut c_void, Attribute>(attr)(
+            &mut sms,
+            MULTIPROCESSOR_COUNT,
+            dev,
+        ) == 0)
+            .then_some(sms as u32);
+        (bus_id, sms)
+    }
+}
+
+fn cuda_driver_version() -> Option<u32> {
+    let f = doors::driver_symbol(c"cuDriverGetVersion")?;
+    let mut v: c_int = 0;
+    // SAFETY: cuDriverGetVersion(int*).
+    let r = unsafe {
+        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_int) -> u32>(f)(&mut v)
+    };
+    (r == 0).then_some(v as u32)
+}
+
+fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) {
+    let (bus_id, sms) = driver_identity(ordinal);
+    if let Some(sms) = sms {
+        if let Ok(mut agg) = cupti::AGGREGATOR.lock() {
+            if let Some(agg) = agg.as_mut() {
+                agg.set_sm_count(ordinal, sms);
+            }
+        }
+    }
+    let facts = nvml.zip(bus_id.as_deref()).and_then(|(nvml, bus_id)| {
+        let c_bus = std::ffi::CString::new(bus_id).ok()?;
+        let dev = nvml.device_by_pci_bus_id(&c_bus)?;
+        let mut facts = nvml.facts(dev, bus_id, pid);
+        facts.sm_count = sms;
+        facts.cuda_driver_version = cuda_driver_version();
+        NVML_HANDLES.lock().ok()?.insert(ordinal, dev as usize);
+        Some(facts)
+    });
+    set_status(|s| {
+        let d = s.devices.entry(ordinal).or_default();
+        d.telemetry = facts
+            .is_some()
+            .then(|| TelemetryAgg::new(interval.as_millis() as u64));
+        d.facts = facts.or_else(|| {
+            sms.map(|sms| DeviceFacts {
+                sm_count: Some(sms),
+                pci_bus_id: bus_id.unwrap_or_default(),
+                cuda_driver_version: cuda_driver_version(),
+                ..DeviceFacts::default()
+            })
+        });
+    });
+}
+
+/// NVML device handles by CUDA ordinal (as addresses: handles are plain pointers).
+static NVML_HANDLES: Mutex<BTreeMap<u32, usize>> = Mutex::new(BTreeMap::new());
+
+fn sample(nvml: &Nvml, pid: u32, with_processes: bool) {
+    let handles: Vec<(u32, usize)> = match NVML_HANDLES.lock() {
+        Ok(h) => h.iter().map(|(&o, &d)| (o, d)).collect(),
+        Err(_) => return,
+    };
+    for (ordinal, dev) in handles {
+        let s = nvml.sample(dev as *mut c_void, clock::unix_ns(), pid, with_processes);
+        set_status(|state| {
+            if let Some(t) = state
+                .devices
+                .get_mut(&ordinal)
+                .and_then(|d| d.telemetry.as_mut())
+            {
+                t.add(&s);
+            }
+        });
+    }
+}
+
+/// The GPU section of a dump; None when collection never started in this process.
+pub fn snapshot() -> Option<Gpu> {
+    if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
+        return None;
+    }
+    let (activity, unified_memory, cupti_overhead) = match cupti::AGGREGATOR.lock() {
+        Ok(guard) => match guard.as_ref() {
+            Some(agg) => (agg.devices(), agg.unified_memory(), agg.overhead()),
+            None => (Vec::new(), None, Vec::new()),
+        },
+        Err(_) => (Vec::new(), None, Vec::new()),
+    };
+    let guard = STATE.lock().ok()?;
+    let state = guard.as_ref()?;
+    let mut devices: BTreeMap<u32, Device> = state
+        .devices
+        .iter()
+        .map(|(&ordinal, d)| {
+            let device = Device {
+                ordinal,
+                facts: d.facts.clone(),
+                telemetry: d.telemetry.as_ref().map(TelemetryAgg::telemetry),
+                activity: None,
+            };
+            (ordinal, device)
+        })
+        .collect();
+    for (ordinal, a) in activity {
+        devices
+            .entry(ordinal)
+            .or_insert_with(|| Device {
+                ordinal,
+                ..Device::default()
+            })
+            .activity = Some(a);
+    }
+    let (dropped, refused, guest_sessions, finalized) = cupti::counters();
+    let mut cupti = state.cupti.clone();
+    if guest_sessions > 0 {
+        cupti.note.push_str(&format!(
+            "; shared with the program's own CUPTI client (torch.profiler or similar) for {guest_sessions} session(s)"
+        ));
+    }
+    if finalized {
+        cupti
+            .note
+            .push_str("; the program finalized CUPTI, later activity is missing");
+    }
+    Some(Gpu {
+        nvml: state.nvml.clone(),
+        cupti,
+        devices: devices.into_values().collect(),
+        unified_memory,
+        cupti_overhead,
+        dropped_records: dropped,
+        refused_buffers: refused,
+    })
+}
