@@ -37,27 +37,46 @@ def matmul(n):
     print(f"result {c.float().abs().sum().item():.6e}")
 
 
-def tee(n):
-    """A mixed loop (elementwise ops, small matmuls, a host pause every 100 steps) run
-    entirely inside torch.profiler: torch's kernel records against gpuspy's."""
+def paced(n, profiling):
+    """Four 4096^3 bf16 matmuls (about 1 ms of GPU work), a sync and a 1 ms host pause per
+    step: the GPU is busy about half the time whatever the launch overhead, so a profiler's
+    per-op cost barely moves it. `profiling`: "none"; "profile" (torch.profiler around
+    everything); "late" (the second half of the steps inside torch.profiler)."""
+    import contextlib
     import torch
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        x = torch.ones(1 << 16, device="cuda")
-        w = torch.randn(512, 512, device="cuda")
-        for i in range(n):
-            x = x * 1.0001 + 0.1
-            w = torch.tanh(w @ w)
-            if i % 100 == 0:
-                torch.cuda.synchronize()
-                time.sleep(0.002)
-        torch.cuda.synchronize()
+
+    def steps(count):
+        for _ in range(count):
+            for _ in range(4):
+                c = a @ b
+            torch.cuda.synchronize()
+            time.sleep(0.001)
+        return c
+
+    outer = profile(activities=[ProfilerActivity.CUDA]) if profiling == "profile" else contextlib.nullcontext()
+    with outer as prof:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+        b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+        c = steps(n // 2 if profiling == "late" else n)
+        if profiling == "late":
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                c = steps(n - n // 2)
+        result = c.float().abs().sum().item()
+    if prof is not None:
+        torch_busy(prof)
+    print(f"result {result:.6e}")
+
+
+def torch_busy(prof):
+    """torch.profiler's kernel count and busy share: the union of kernel intervals over the
+    span from the first to the last GPU activity (kernels, copies, memsets)."""
     trace = os.path.join(tempfile.mkdtemp(), "trace.json")
     prof.export_chrome_trace(trace)
     events = json.load(open(trace))["traceEvents"]
-    kernels = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "kernel"]
+    kernels = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "kernel")
     other = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in ("gpu_memcpy", "gpu_memset")]
-    kernels.sort()
     busy, open_s, open_e = 0.0, None, None
     for s, e in kernels:
         if open_e is None or s > open_e:
@@ -71,9 +90,7 @@ def tee(n):
     span = max(e for _, e in everything) - min(s for s, _ in everything)
     print(f"torch_kernels {len(kernels)}")
     print(f"torch_busy_share {busy / span:.5f}")
-    print(f"torch_kernel_sum_share {sum(e - s for s, e in kernels) / span:.5f}")
     print(f"torch_span_us {span:.1f}")
-    print(f"result {x.sum().item():.4f}")
 
 
 def managed(n, use_managed):
@@ -117,12 +134,16 @@ def launches(n):
 
 
 if __name__ == "__main__":
+    import faulthandler
+    faulthandler.dump_traceback_later(120, exit=True)  # a hang prints where, then exits
     mode = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     {
         "elementwise": elementwise,
         "matmul": matmul,
-        "tee": tee,
+        "paced": lambda n: paced(n, "none"),
+        "paced-profile": lambda n: paced(n, "profile"),
+        "paced-late": lambda n: paced(n, "late"),
         "managed": lambda n: managed(n, True),
         "unmanaged": lambda n: managed(n, False),
         "launches": launches,

@@ -20,6 +20,10 @@ pub struct Gpu {
     /// its pool was full (each one loses the records CUPTI would have written to it).
     pub dropped_records: u64,
     pub refused_buffers: u64,
+    /// CPU time of gpuspy's own collector thread (NVML sampling, CUPTI parsing); CUPTI's
+    /// internal threads are not included.
+    #[serde(default)]
+    pub collector_cpu_ns: u64,
 }
 
 /// Whether a source delivered data, and if not (or only in part) why.

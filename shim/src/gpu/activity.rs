@@ -62,16 +62,29 @@ const FIRST_STEP_NS: u64 = 10_000_000;
 #[derive(Default)]
 pub struct Aggregator {
     since_unix_ns: u64,
+    /// Added to CUPTI timestamps to make them Unix time (CUPTI 13 counts from boot).
+    to_unix_ns: i64,
     devices: BTreeMap<u32, DeviceAgg>,
     unified_memory: Option<UnifiedMemory>,
     overhead: BTreeMap<u32, (u64, u64)>,
 }
 
 impl Aggregator {
-    pub fn new(since_unix_ns: u64) -> Aggregator {
+    /// `to_unix_ns`: Unix time minus CUPTI time, measured once.
+    pub fn new(since_unix_ns: u64, to_unix_ns: i64) -> Aggregator {
         Aggregator {
             since_unix_ns,
+            to_unix_ns,
             ..Aggregator::default()
+        }
+    }
+
+    /// A CUPTI timestamp as Unix time; 0 (no timestamp) stays 0.
+    fn unix(&self, t: u64) -> u64 {
+        if t == 0 {
+            0
+        } else {
+            t.saturating_add_signed(self.to_unix_ns)
         }
     }
 
@@ -81,6 +94,50 @@ impl Aggregator {
     }
 
     pub fn add(&mut self, record: Record<'_>) {
+        let record = match record {
+            Record::Kernel {
+                device,
+                start,
+                end,
+                name,
+                blocks,
+            } => Record::Kernel {
+                device,
+                start: self.unix(start),
+                end: self.unix(end),
+                name,
+                blocks,
+            },
+            Record::Copy {
+                device,
+                kind,
+                src_memory,
+                dst_memory,
+                bytes,
+                start,
+                end,
+            } => Record::Copy {
+                device,
+                kind,
+                src_memory,
+                dst_memory,
+                bytes,
+                start: self.unix(start),
+                end: self.unix(end),
+            },
+            Record::Memset {
+                device,
+                bytes,
+                start,
+                end,
+            } => Record::Memset {
+                device,
+                bytes,
+                start: self.unix(start),
+                end: self.unix(end),
+            },
+            other => other,
+        };
         match record {
             Record::Kernel {
                 device,
@@ -518,7 +575,7 @@ mod tests {
         // Kernels [0,10) [5,20) [30,40) [35,36) and a copy [20,25): kernel union 30 ns,
         // activity union 35 ns, one idle gap of 5 ns between 25 and 30.
         let intervals = [(30, 40), (0, 10), (35, 36), (5, 20)];
-        let mut agg = Aggregator::new(T0);
+        let mut agg = Aggregator::new(T0, 0);
         for &(s, e) in &intervals {
             agg.add(kernel(s, e));
         }
@@ -535,8 +592,8 @@ mod tests {
 
     #[test]
     fn settling_in_batches_gives_the_same_union() {
-        let mut whole = Aggregator::new(T0);
-        let mut batched = Aggregator::new(T0);
+        let mut whole = Aggregator::new(T0, 0);
+        let mut batched = Aggregator::new(T0, 0);
         // 1000 kernels of 3 ms every 5 ms, delivered in shuffled batches of 100, each
         // batch settled up to where the next batch starts.
         let mut order: Vec<u64> = (0..1000).collect();
@@ -561,7 +618,7 @@ mod tests {
 
     #[test]
     fn a_late_record_is_clipped_and_counted() {
-        let mut agg = Aggregator::new(T0);
+        let mut agg = Aggregator::new(T0, 0);
         agg.add(kernel(0, 10));
         agg.add(kernel(100, 110));
         agg.settle(T0 + 1000);
@@ -575,8 +632,16 @@ mod tests {
     }
 
     #[test]
+    fn cupti_time_is_shifted_to_unix_time() {
+        let mut agg = Aggregator::new(T0, 1_000);
+        agg.add(kernel(0, 10));
+        let a = only(&agg);
+        assert_eq!((a.first_unix_ns, a.last_unix_ns), (T0 + 1_000, T0 + 1_010));
+    }
+
+    #[test]
     fn untimed_and_empty_records_do_not_count_as_busy() {
-        let mut agg = Aggregator::new(T0);
+        let mut agg = Aggregator::new(T0, 0);
         agg.add(Record::Kernel {
             device: 0,
             start: 0,
@@ -591,7 +656,7 @@ mod tests {
 
     #[test]
     fn top_kernels_are_demangled_and_ranked_by_total_time() {
-        let mut agg = Aggregator::new(T0);
+        let mut agg = Aggregator::new(T0, 0);
         agg.set_sm_count(0, 132);
         let names = [c"_Z6vecAddPfS_S_i", c"gemm_kernel"];
         for i in 0..10u64 {
@@ -628,7 +693,7 @@ mod tests {
 
     #[test]
     fn copies_unified_memory_and_overhead_are_totalled() {
-        let mut agg = Aggregator::new(T0);
+        let mut agg = Aggregator::new(T0, 0);
         agg.expect_unified_memory();
         agg.add(copy(0, 1000));
         agg.add(copy(2000, 3000));
@@ -684,12 +749,12 @@ mod tests {
                 ns: 700
             }]
         );
-        assert_eq!(Aggregator::new(T0).unified_memory(), None);
+        assert_eq!(Aggregator::new(T0, 0).unified_memory(), None);
     }
 
     #[test]
     fn the_series_stays_capped_and_keeps_every_busy_nanosecond() {
-        let mut agg = Aggregator::new(T0);
+        let mut agg = Aggregator::new(T0, 0);
         // One hour of 1 ms kernels every second.
         for s in 0..3600u64 {
             agg.add(kernel(s * 1000 * MS, s * 1000 * MS + MS));

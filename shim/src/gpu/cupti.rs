@@ -5,17 +5,17 @@
 //! registers buffer callbacks, enables CONCURRENT_KERNEL (not KERNEL, which serialises
 //! kernels), MEMCPY, MEMSET, OVERHEAD and the unified-memory counters, and flushes from its
 //! own thread. The request callback runs on application threads inside CUDA calls, so it
-//! only hands out a buffer from a fixed pool; parsing happens on the gpuspy thread.
+//! only hands out a buffer from a fixed pool; completion callbacks only queue the buffer
+//! (under the pool lock, under which nothing calls CUPTI); the gpuspy thread parses.
 //!
-//! The V1 callbacks are process-wide: a later registration silently replaces ours. So the
-//! shim exports `cuptiActivityRegisterCallbacks`, `cuptiActivityEnable`,
-//! `cuptiActivityDisable` and `cuptiFinalize`: when another tool (torch.profiler's
-//! Kineto) registers, gpuspy keeps its own callbacks in place and tees: while that guest
-//! has kernel collection on, buffers come from the guest's allocator, gpuspy reads each
-//! completed buffer and then hands it to the guest's completion callback, untouched. A
-//! guest's disable of a kind gpuspy also uses is not forwarded (so gpuspy keeps seeing
-//! work after the guest's session ends); records of gpuspy's kinds may therefore reach
-//! the guest's buffers outside its session, which Kineto ignores.
+//! The program's own CUPTI client comes first. The V1 callbacks are process-wide and a
+//! later registration silently replaces ours, so the shim exports
+//! `cuptiActivityRegisterCallbacks` and `cuptiFinalize`: when the program (torch.profiler's
+//! Kineto, say) registers, gpuspy flushes its own buffers back to itself, steps aside for
+//! the rest of the run and says so in the dump. A client that registered before gpuspy
+//! started keeps CUPTI to itself. An earlier design that kept gpuspy's callbacks in place
+//! and passed the client's buffers through hung PyTorch's first cuBLAS call under
+//! torch.profiler on the H200 (bench/results/gpu-2026-11-29-truth-1).
 
 use super::activity::{Aggregator, Record};
 use crate::doors::lookup;
@@ -53,6 +53,7 @@ const MAX_BUFFERS: usize = 8;
 struct Api {
     register_callbacks: unsafe extern "C" fn(RequestFn, CompleteFn) -> CuptiResult,
     enable: unsafe extern "C" fn(u32) -> CuptiResult,
+    disable: unsafe extern "C" fn(u32) -> CuptiResult,
     configure_unified_memory: unsafe extern "C" fn(*mut UmConfig, u32) -> CuptiResult,
     flush_all: unsafe extern "C" fn(u32) -> CuptiResult,
     next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
@@ -73,12 +74,10 @@ static API: OnceLock<Api> = OnceLock::new();
 static LIBRARY: AtomicPtr<c_void> = AtomicPtr::new(null_mut());
 /// Our callbacks are the ones CUPTI holds.
 static REGISTERED: AtomicBool = AtomicBool::new(false);
-static GUEST_REQUEST: AtomicPtr<c_void> = AtomicPtr::new(null_mut());
-static GUEST_COMPLETE: AtomicPtr<c_void> = AtomicPtr::new(null_mut());
-/// The guest has kernel collection on: its allocator provides the buffers.
-static GUEST_ACTIVE: AtomicBool = AtomicBool::new(false);
-static GUEST_SESSIONS: AtomicU64 = AtomicU64::new(0);
-static FINALIZED_BY_PROGRAM: AtomicBool = AtomicBool::new(false);
+/// The program registered its own CUPTI callbacks (before or after gpuspy started).
+static PROGRAM_CLIENT: AtomicBool = AtomicBool::new(false);
+/// When gpuspy stepped aside for the program's client (CUPTI timestamp), 0 if it did not.
+static YIELDED_AT: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 static REFUSED: AtomicU64 = AtomicU64::new(0);
 
@@ -97,11 +96,18 @@ static POOL: Mutex<Pool> = Mutex::new(Pool {
     filled: Vec::new(),
 });
 
-/// The running reduction; shared with the completion callback for guest buffers.
+/// The running reduction, fed by the gpuspy thread.
 pub static AGGREGATOR: Mutex<Option<Aggregator>> = Mutex::new(None);
 
 /// Starts collection; returns a note for the dump saying what was used or why not.
 pub fn start() -> Result<String, String> {
+    // The program's registration waits for this to finish (see `step_aside`).
+    let _no_program_registration_meanwhile = STARTING.lock();
+    if PROGRAM_CLIENT.load(Acquire) {
+        return Err(
+            "the program's own CUPTI client (torch.profiler or similar) holds CUPTI".into(),
+        );
+    }
     let (handle, soname) = find_library()?;
     LIBRARY.store(handle, Release);
     let symbol = |name: &CStr| {
@@ -130,6 +136,7 @@ pub fn start() -> Result<String, String> {
         Api {
             register_callbacks: std::mem::transmute(symbol(c"cuptiActivityRegisterCallbacks")?),
             enable: std::mem::transmute(symbol(c"cuptiActivityEnable")?),
+            disable: std::mem::transmute(symbol(c"cuptiActivityDisable")?),
             configure_unified_memory: std::mem::transmute(symbol(
                 c"cuptiActivityConfigureUnifiedMemoryCounter",
             )?),
@@ -145,9 +152,10 @@ pub fn start() -> Result<String, String> {
         pool.filled.reserve_exact(MAX_BUFFERS);
     }
     let api = API.get_or_init(|| api);
-    let since = now(api);
+    let since = crate::clock::unix_ns();
+    let to_unix = since as i64 - now(api) as i64;
     if let Ok(mut agg) = AGGREGATOR.lock() {
-        *agg = Some(Aggregator::new(since));
+        *agg = Some(Aggregator::new(since, to_unix));
     }
     // SAFETY: our callbacks have the signatures CUPTI documents.
     let r = unsafe { (api.register_callbacks)(on_buffer_request, on_buffer_complete) };
@@ -190,7 +198,8 @@ fn layout_known(version: u32) -> bool {
     (18..=28).contains(&version) || (130_000..140_000).contains(&version)
 }
 
-/// The libcupti the process already has, else one beside its libcudart.
+/// The libcupti the process already has, else `GPUSPY_CUPTI_PATH`, else one beside its
+/// libcudart, else the toolkit's (`$CUDA_HOME`, /usr/local/cuda).
 fn find_library() -> Result<(*mut c_void, String), String> {
     for soname in [c"libcupti.so.13", c"libcupti.so.12", c"libcupti.so"] {
         // SAFETY: a valid C string; RTLD_NOLOAD only returns an already loaded object.
@@ -199,19 +208,32 @@ fn find_library() -> Result<(*mut c_void, String), String> {
             return Ok((h, soname.to_string_lossy().into_owned()));
         }
     }
-    let cudart = loaded_object_containing("libcudart.so")
-        .ok_or("no libcupti loaded and no libcudart to find one beside")?;
-    let dir = cudart
-        .parent()
-        .ok_or("libcudart path without a directory")?;
-    // Toolkit (lib64 -> extras/CUPTI/lib64) and pip wheel (cuda_runtime/lib -> cuda_cupti/lib,
-    // or one shared cu13/lib) layouts.
-    let candidates = [
-        dir.to_path_buf(),
-        dir.join("../extras/CUPTI/lib64"),
-        dir.join("../../cuda_cupti/lib"),
-    ];
-    for candidate in candidates {
+    let mut dirs = Vec::new();
+    if let Some(path) = std::env::var_os("GPUSPY_CUPTI_PATH").filter(|p| !p.is_empty()) {
+        let path = std::path::PathBuf::from(path);
+        return open_path(&path).ok_or(format!(
+            "GPUSPY_CUPTI_PATH={} could not be loaded",
+            path.display()
+        ));
+    }
+    if let Some(cudart) = loaded_object_containing("libcudart.so") {
+        if let Some(dir) = cudart.parent() {
+            // Toolkit (lib64 -> extras/CUPTI/lib64) and pip wheel (cuda_runtime/lib ->
+            // cuda_cupti/lib, or one shared cu13/lib) layouts.
+            dirs.extend([
+                dir.to_path_buf(),
+                dir.join("../extras/CUPTI/lib64"),
+                dir.join("../../cuda_cupti/lib"),
+            ]);
+        }
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(home) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+            dirs.push(std::path::PathBuf::from(home).join("extras/CUPTI/lib64"));
+        }
+    }
+    dirs.push("/usr/local/cuda/extras/CUPTI/lib64".into());
+    for candidate in dirs {
         let Ok(entries) = std::fs::read_dir(&candidate) else {
             continue;
         };
@@ -225,21 +247,21 @@ fn find_library() -> Result<(*mut c_void, String), String> {
             })
             .collect();
         names.sort();
-        for path in names {
-            let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
-                continue;
-            };
-            // SAFETY: a valid C string path.
-            let h = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-            if !h.is_null() {
-                return Ok((h, path.display().to_string()));
-            }
+        if let Some(found) = names.iter().find_map(|p| open_path(p)) {
+            return Ok(found);
         }
     }
-    Err(format!(
-        "no libcupti loaded or found beside {}",
-        cudart.display()
-    ))
+    Err(
+        "no libcupti loaded, beside libcudart or in the CUDA toolkit (set GPUSPY_CUPTI_PATH)"
+            .into(),
+    )
+}
+
+fn open_path(path: &std::path::Path) -> Option<(*mut c_void, String)> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: a valid C string path.
+    let h = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    (!h.is_null()).then(|| (h, path.display().to_string()))
 }
 
 /// The path of a loaded object whose file name contains `needle`.
@@ -296,12 +318,14 @@ fn with_aggregator(f: impl FnOnce(&mut Aggregator)) {
 /// held back in incomplete buffers, rarely arrive later than that.
 pub fn collect(forced: bool, settle_margin_ns: u64) {
     let Some(api) = API.get() else { return };
-    if !REGISTERED.load(Acquire) {
+    let Ok(_one_at_a_time) = COLLECTING.lock() else {
         return;
+    };
+    let horizon = crate::clock::unix_ns().saturating_sub(settle_margin_ns);
+    if REGISTERED.load(Acquire) {
+        // SAFETY: plain CUPTI call, from a thread that is not in a CUPTI callback.
+        unsafe { (api.flush_all)(if forced { FLUSH_FORCED } else { 0 }) };
     }
-    let horizon = now(api).saturating_sub(settle_margin_ns);
-    // SAFETY: plain CUPTI call, from a thread that is not in a CUPTI callback.
-    unsafe { (api.flush_all)(if forced { FLUSH_FORCED } else { 0 }) };
     // At most MAX_BUFFERS entries: only our own buffers are queued.
     let filled: Vec<(usize, usize)> = match POOL.lock() {
         Ok(mut pool) => pool.filled.drain(..).collect(),
@@ -319,13 +343,16 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
     }
 }
 
-/// What the dump reports about CUPTI besides the per-device activity.
-pub fn counters() -> (u64, u64, u64, bool) {
+static COLLECTING: Mutex<()> = Mutex::new(());
+
+/// What the dump reports about CUPTI besides the per-device activity: records dropped,
+/// buffers refused, and when gpuspy stepped aside for the program's own client.
+pub fn counters() -> (u64, u64, Option<u64>) {
+    let yielded = YIELDED_AT.load(Relaxed);
     (
         DROPPED.load(Relaxed),
         REFUSED.load(Relaxed),
-        GUEST_SESSIONS.load(Relaxed),
-        FINALIZED_BY_PROGRAM.load(Relaxed),
+        (yielded > 0).then_some(yielded),
     )
 }
 
@@ -405,13 +432,6 @@ unsafe extern "C" fn on_buffer_request(
     size: *mut usize,
     max_records: *mut usize,
 ) {
-    let guest = GUEST_REQUEST.load(Acquire);
-    if GUEST_ACTIVE.load(Acquire) && !guest.is_null() {
-        // SAFETY: the guest registered this as its request callback.
-        return unsafe {
-            std::mem::transmute::<*mut c_void, RequestFn>(guest)(buffer, size, max_records)
-        };
-    }
     let mut given = null_mut();
     if let Ok(mut pool) = POOL.lock() {
         given = match pool.free.pop() {
@@ -443,7 +463,7 @@ unsafe extern "C" fn on_buffer_complete(
     context: *mut c_void,
     stream: u32,
     buffer: *mut u8,
-    size: usize,
+    _size: usize,
     valid: usize,
 ) {
     if let Some(api) = API.get() {
@@ -459,22 +479,7 @@ unsafe extern "C" fn on_buffer_complete(
     if let Ok(mut pool) = POOL.lock() {
         if pool.owned.contains(&(buffer as usize)) {
             pool.filled.push((buffer as usize, valid));
-            return;
         }
-    }
-    // A guest's buffer: read it now, then hand it over; the guest frees it.
-    if let Some(api) = API.get() {
-        // SAFETY: CUPTI completed this buffer with `valid` bytes of records.
-        with_aggregator(|agg| unsafe { reduce(api, agg, buffer, valid) });
-    }
-    let guest = GUEST_COMPLETE.load(Acquire);
-    if !guest.is_null() {
-        // SAFETY: the guest registered this as its completion callback.
-        unsafe {
-            std::mem::transmute::<*mut c_void, CompleteFn>(guest)(
-                context, stream, buffer, size, valid,
-            )
-        };
     }
 }
 
@@ -496,18 +501,30 @@ fn real(name: &CStr) -> Option<*mut c_void> {
     (!f.is_null()).then_some(f)
 }
 
-/// A guest starting or ending its kernel collection: close every buffer in flight so that
-/// records from then on land in the right allocator's buffers.
-fn hand_over() {
-    if let (Some(api), true) = (API.get(), REGISTERED.load(Acquire)) {
-        // SAFETY: plain CUPTI call from an application thread outside any callback.
-        unsafe { (api.flush_all)(FLUSH_FORCED) };
+const CUPTI_ERROR_NOT_INITIALIZED: CuptiResult = 15;
+
+/// Held while gpuspy sets CUPTI up, so that a program registering meanwhile waits.
+static STARTING: Mutex<()> = Mutex::new(());
+
+/// Steps aside for the program's own client, leaving CUPTI as the client would find it
+/// without gpuspy: our buffers flushed back to us (so that its completion callback never
+/// sees a buffer it did not allocate) and the kinds only gpuspy uses switched off (the
+/// client manages the others). With both left on, PyTorch's first cuBLAS call under
+/// torch.profiler hung on the H200.
+fn step_aside() {
+    let _after_start = STARTING.lock();
+    if let (Some(api), true) = (API.get(), REGISTERED.swap(false, AcqRel)) {
+        // SAFETY: plain CUPTI calls from an application thread outside any callback.
+        unsafe {
+            (api.flush_all)(FLUSH_FORCED);
+            (api.disable)(KIND_UNIFIED_MEMORY_COUNTER);
+            (api.disable)(KIND_OVERHEAD);
+        }
+        YIELDED_AT.store(crate::clock::unix_ns(), Relaxed);
     }
 }
 
-const CUPTI_ERROR_NOT_INITIALIZED: CuptiResult = 15;
-
-/// Another tool's registration: remembered, and served by our tee when ours is in place.
+/// The program registering its own activity callbacks: gpuspy steps aside, then forwards.
 ///
 /// # Safety
 /// Same contract as `cuptiActivityRegisterCallbacks`.
@@ -516,12 +533,8 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     request: Option<RequestFn>,
     complete: Option<CompleteFn>,
 ) -> CuptiResult {
-    let as_ptr = |f: Option<*mut c_void>| f.unwrap_or(null_mut());
-    GUEST_REQUEST.store(as_ptr(request.map(|f| f as *mut c_void)), Release);
-    GUEST_COMPLETE.store(as_ptr(complete.map(|f| f as *mut c_void)), Release);
-    if REGISTERED.load(Acquire) {
-        return 0;
-    }
+    PROGRAM_CLIENT.store(true, Release);
+    step_aside();
     let Some(real) = real(c"cuptiActivityRegisterCallbacks") else {
         return CUPTI_ERROR_NOT_INITIALIZED;
     };
@@ -530,56 +543,16 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     unsafe { std::mem::transmute::<*mut c_void, Real>(real)(request, complete) }
 }
 
-/// # Safety
-/// Same contract as `cuptiActivityEnable`.
-#[no_mangle]
-pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> CuptiResult {
-    let Some(real) = real(c"cuptiActivityEnable") else {
-        return CUPTI_ERROR_NOT_INITIALIZED;
-    };
-    // SAFETY: libcupti's function of this name and signature.
-    let r = unsafe {
-        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> CuptiResult>(real)(kind)
-    };
-    if r == 0 && matches!(kind, KIND_KERNEL | KIND_CONCURRENT_KERNEL) && !GUEST_ACTIVE.load(Acquire)
-    {
-        hand_over();
-        GUEST_ACTIVE.store(true, Release);
-        GUEST_SESSIONS.fetch_add(1, Relaxed);
-    }
-    r
-}
-
-/// # Safety
-/// Same contract as `cuptiActivityDisable`.
-#[no_mangle]
-pub unsafe extern "C" fn cuptiActivityDisable(kind: u32) -> CuptiResult {
-    if matches!(kind, KIND_KERNEL | KIND_CONCURRENT_KERNEL) && GUEST_ACTIVE.load(Acquire) {
-        GUEST_ACTIVE.store(false, Release);
-        hand_over();
-    }
-    if REGISTERED.load(Acquire) && OUR_KINDS.contains(&kind) {
-        return 0;
-    }
-    let Some(real) = real(c"cuptiActivityDisable") else {
-        return CUPTI_ERROR_NOT_INITIALIZED;
-    };
-    // SAFETY: libcupti's function of this name and signature.
-    unsafe {
-        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> CuptiResult>(real)(kind)
-    }
-}
-
-/// A program that finalizes CUPTI ends our collection too; the dump says so.
+/// A program that finalizes CUPTI ends our collection too. Nothing is flushed here:
+/// Kineto finalizes from inside a CUPTI callback, where flushing is not allowed.
 ///
 /// # Safety
 /// Same contract as `cuptiFinalize`.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiFinalize() -> CuptiResult {
-    if REGISTERED.load(Acquire) {
-        collect(true, 0);
-        REGISTERED.store(false, Release);
-        FINALIZED_BY_PROGRAM.store(true, Relaxed);
+    PROGRAM_CLIENT.store(true, Release);
+    if REGISTERED.swap(false, AcqRel) {
+        YIELDED_AT.store(crate::clock::unix_ns(), Relaxed);
     }
     let Some(real) = real(c"cuptiFinalize") else {
         return CUPTI_ERROR_NOT_INITIALIZED;
@@ -592,8 +565,6 @@ pub unsafe extern "C" fn cuptiFinalize() -> CuptiResult {
 pub fn dlsym_wrapper(found: *mut c_void, name: &CStr) -> *mut c_void {
     match name.to_bytes() {
         b"cuptiActivityRegisterCallbacks" => cuptiActivityRegisterCallbacks as *mut c_void,
-        b"cuptiActivityEnable" => cuptiActivityEnable as *mut c_void,
-        b"cuptiActivityDisable" => cuptiActivityDisable as *mut c_void,
         b"cuptiFinalize" => cuptiFinalize as *mut c_void,
         _ => found,
     }

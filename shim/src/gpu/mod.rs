@@ -32,8 +32,10 @@ static DEVICES_USED: AtomicU64 = AtomicU64::new(0);
 /// Intervals younger than this stay unsettled: records of work still running when a flush
 /// happens come later.
 const SETTLE_MARGIN_NS: u64 = 500_000_000;
-/// Other processes on a GPU are listed every this many ticks.
-const PROCESS_SCAN_TICKS: u64 = 10;
+/// The slow NVML queries (PCIe throughput, other processes) run every this many ticks.
+const SLOW_QUERY_TICKS: u64 = 10;
+/// CPU time the gpuspy thread has used, as of its last tick.
+static COLLECTOR_CPU_NS: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Default)]
 struct State {
@@ -167,13 +169,24 @@ fn run() {
             known = used;
         }
         if let Some(nvml) = &nvml {
-            sample(nvml, pid, tick.is_multiple_of(PROCESS_SCAN_TICKS));
+            sample(nvml, pid, tick.is_multiple_of(SLOW_QUERY_TICKS));
         }
         cupti::collect(false, SETTLE_MARGIN_NS);
+        COLLECTOR_CPU_NS.store(thread_cpu_ns(), Relaxed);
         tick += 1;
         let spent = Duration::from_nanos(clock::monotonic_ns().saturating_sub(started));
         std::thread::sleep(settings.interval.saturating_sub(spent));
     }
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: t is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 fn status(r: Result<String, String>) -> SourceStatus {
@@ -322,17 +335,14 @@ pub fn snapshot() -> Option<Gpu> {
             })
             .activity = Some(a);
     }
-    let (dropped, refused, guest_sessions, finalized) = cupti::counters();
+    let (dropped, refused, yielded_at) = cupti::counters();
     let mut cupti = state.cupti.clone();
-    if guest_sessions > 0 {
+    if let Some(at) = yielded_at {
         cupti.note.push_str(&format!(
-            "; shared with the program's own CUPTI client (torch.profiler or similar) for {guest_sessions} session(s)"
+            "; stepped aside for the program's own CUPTI client (torch.profiler or similar) at unix {}.{:03} s: later GPU activity is missing",
+            at / 1_000_000_000,
+            at % 1_000_000_000 / 1_000_000
         ));
-    }
-    if finalized {
-        cupti
-            .note
-            .push_str("; the program finalized CUPTI, later activity is missing");
     }
     Some(Gpu {
         nvml: state.nvml.clone(),
@@ -342,5 +352,6 @@ pub fn snapshot() -> Option<Gpu> {
         cupti_overhead,
         dropped_records: dropped,
         refused_buffers: refused,
+        collector_cpu_ns: COLLECTOR_CPU_NS.load(Relaxed),
     })
 }

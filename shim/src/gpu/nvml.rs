@@ -159,14 +159,6 @@ impl Nvml {
                 p
             )
         });
-        let mut cuda_version = 0i32;
-        let cuda_driver_version = (call!(
-            self,
-            "nvmlSystemGetCudaDriverVersion_v2",
-            fn(*mut i32),
-            &mut cuda_version
-        ) == 0)
-            .then_some(cuda_version as u32);
         DeviceFacts {
             name: self.text(|b, n| {
                 call!(
@@ -198,7 +190,8 @@ impl Nvml {
                     n
                 )
             }),
-            cuda_driver_version,
+            // From the driver itself (gpu/mod.rs): NVML's query loads libcuda anew.
+            cuda_driver_version: None,
             vbios_version: self.text(|b, n| {
                 call!(
                     self,
@@ -329,14 +322,25 @@ impl Nvml {
             .collect()
     }
 
-    /// One telemetry sample. PCIe throughput is a 20 ms measurement per direction.
-    pub fn sample(
-        &self,
-        dev: Handle,
-        t_unix_ns: u64,
-        own_pid: u32,
-        with_processes: bool,
-    ) -> Sample {
+    /// One telemetry sample. The slow queries (PCIe throughput, a 20 ms measurement per
+    /// direction, and the process list) only when `slow`.
+    pub fn sample(&self, dev: Handle, t_unix_ns: u64, own_pid: u32, slow: bool) -> Sample {
+        let throughput = |counter: u32| {
+            slow.then(|| {
+                self.u32_of(|v| {
+                    call!(
+                        self,
+                        "nvmlDeviceGetPcieThroughput",
+                        fn(Handle, u32, *mut u32),
+                        dev,
+                        counter,
+                        v
+                    )
+                })
+            })
+            .flatten()
+            .map(f64::from)
+        };
         let mut util = [0u32; 2];
         let utilisation = (call!(
             self,
@@ -447,35 +451,12 @@ impl Nvml {
                 })
                 .map(f64::from),
             mem_temp_c: mem_temp,
-            pcie_tx_kib_per_s: self
-                .u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetPcieThroughput",
-                        fn(Handle, u32, *mut u32),
-                        dev,
-                        NVML_PCIE_TX,
-                        v
-                    )
-                })
-                .map(f64::from),
-            pcie_rx_kib_per_s: self
-                .u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetPcieThroughput",
-                        fn(Handle, u32, *mut u32),
-                        dev,
-                        NVML_PCIE_RX,
-                        v
-                    )
-                })
-                .map(f64::from),
+            pcie_tx_kib_per_s: throughput(NVML_PCIE_TX),
+            pcie_rx_kib_per_s: throughput(NVML_PCIE_RX),
             clock_event_reasons: (r == 0).then_some(reasons),
             ecc_corrected: ecc(0),
             ecc_uncorrected: ecc(1),
-            other_processes: with_processes
-                .then(|| self.other_processes(dev, own_pid).len() as u32),
+            other_processes: slow.then(|| self.other_processes(dev, own_pid).len() as u32),
         }
     }
 }
