@@ -236,6 +236,7 @@ pub mod synthetic {
             launches: 0,
             copied_bytes: 0,
             verdict: None,
+            gpu: None,
         });
         Builder(p)
     }
@@ -284,6 +285,12 @@ pub mod synthetic {
             p.steady_ns = (steady_s * 1e9) as u64;
             p.blocked_ns = (blocked_s * 1e9) as u64;
             self.0.processes.push(p);
+            self
+        }
+
+        /// GPU-side data for the (first) process.
+        pub fn gpu(mut self, gpu: gpuspy_format::gpu::Gpu) -> Builder {
+            self.0.processes[0].gpu = Some(Box::new(gpu));
             self
         }
 

@@ -2,6 +2,7 @@
 //! exact variants, implicit syncs, copies, and the processes they came from.
 
 use anyhow::{bail, Context, Result};
+use gpuspy_format::gpu::{Activity, Device, Gpu};
 use gpuspy_format::{base_name, hist, parse_dump, Direction, Dump, HostKind, SyncCause};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -136,6 +137,8 @@ pub struct ProcessInfo {
     pub copied_bytes: u64,
     /// The verdict of this process's own diagnosis, if it had a warning.
     pub verdict: Option<&'static str>,
+    /// What the GPU itself reported to this process (NVML, CUPTI), if the shim collected it.
+    pub gpu: Option<Box<Gpu>>,
 }
 
 impl ProcessInfo {
@@ -198,6 +201,7 @@ impl Profile {
             launches: 0,
             copied_bytes: d.copies.iter().map(|c| c.bytes).sum(),
             verdict: None,
+            gpu: d.gpu.clone().map(Box::new),
         });
         for a in &d.apis {
             let api = p.apis.entry(base_name(&a.symbol).to_string()).or_default();
@@ -246,6 +250,20 @@ impl Profile {
             me.launches = launches;
         }
         p
+    }
+
+    /// Every device of every process that reported GPU-side data.
+    pub fn gpu_devices(&self) -> impl Iterator<Item = (&ProcessInfo, &Device)> {
+        self.processes
+            .iter()
+            .filter_map(|p| p.gpu.as_deref().map(|g| (p, g)))
+            .flat_map(|(p, g)| g.devices.iter().map(move |d| (p, d)))
+    }
+
+    /// Every device's CUPTI activity, with its process.
+    pub fn gpu_activity(&self) -> impl Iterator<Item = (&ProcessInfo, &Device, &Activity)> {
+        self.gpu_devices()
+            .filter_map(|(p, d)| d.activity.as_ref().map(|a| (p, d, a)))
     }
 
     /// Per-rank imbalance: for each measure, the largest rank's value against the median,

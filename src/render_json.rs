@@ -68,8 +68,27 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
             })
         })
         .collect();
+    let gpu: Vec<Value> = p
+        .processes
+        .iter()
+        .filter_map(|pr| {
+            let g = pr.gpu.as_deref()?;
+            let mut v = json!(g);
+            v["pid"] = json!(pr.pid);
+            v["rank"] = json!(pr.rank);
+            if let Some(devices) = v["devices"].as_array_mut() {
+                for (dv, d) in devices.iter_mut().zip(&g.devices) {
+                    if let Some(a) = &d.activity {
+                        dv["activity"]["busy_share"] = json!(a.busy_share());
+                    }
+                }
+            }
+            Some(v)
+        })
+        .collect();
     json!({
         "processes": processes,
+        "gpu": gpu,
         "wall_ns": p.wall_ns(),
         "driver_ns": p.driver_ns(),
         "apis": apis,

@@ -180,6 +180,220 @@ fn diagnosis(out: &mut String, d: &Diagnosis) {
     }
 }
 
+/// Process-devices shown in the GPU section; the rest are in `--json`.
+const GPU_SECTIONS_SHOWN: usize = 8;
+
+/// What the GPU itself reported, per process and device; or why nothing was collected.
+fn gpu(out: &mut String, p: &Profile) {
+    let with_gpu: Vec<_> = p
+        .processes
+        .iter()
+        .filter_map(|x| x.gpu.as_deref().map(|g| (x, g)))
+        .collect();
+    if with_gpu.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nGPU: no GPU-side data in the dumps (written by a shim without NVML/CUPTI support, or the process never initialised CUDA)"
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nGPU (what the device reported: NVML telemetry, CUPTI activity)"
+    );
+    let mut shown = 0;
+    for (x, g) in &with_gpu {
+        for note in [("NVML", &g.nvml), ("CUPTI", &g.cupti)] {
+            let state = if note.1.active { "on" } else { "off" };
+            let _ = writeln!(out, "  pid {}  {}: {state}, {}", x.pid, note.0, note.1.note);
+        }
+        for dev in &g.devices {
+            shown += 1;
+            if shown > GPU_SECTIONS_SHOWN {
+                continue;
+            }
+            gpu_device(out, dev);
+        }
+        if let Some(um) = &g.unified_memory {
+            let _ = writeln!(
+                out,
+                "    unified memory: {} CPU page faults, {} GPU fault groups; migrated {} to the GPU, {} to the host",
+                um.cpu_page_faults,
+                um.gpu_page_fault_groups,
+                bytes(um.bytes_htod),
+                bytes(um.bytes_dtoh)
+            );
+        }
+        if g.dropped_records + g.refused_buffers > 0 {
+            let _ = writeln!(
+                out,
+                "    CUPTI lost records: {} dropped, {} buffers refused (pool full)",
+                g.dropped_records, g.refused_buffers
+            );
+        }
+    }
+    if shown > GPU_SECTIONS_SHOWN {
+        let _ = writeln!(
+            out,
+            "  ... {} more devices in --json",
+            shown - GPU_SECTIONS_SHOWN
+        );
+    }
+}
+
+fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
+    let mut head = vec![format!("GPU {}", dev.ordinal)];
+    let mut anomalies = Vec::new();
+    if let Some(f) = &dev.facts {
+        if !f.name.is_empty() {
+            head.push(f.name.clone());
+        }
+        if !f.driver_version.is_empty() {
+            head.push(format!("driver {}", f.driver_version));
+        }
+        if let Some(v) = f.cuda_driver_version {
+            head.push(format!("CUDA {}.{}", v / 1000, v % 1000 / 10));
+        }
+        let l = &f.pcie;
+        if let (Some(g), Some(w), Some(gm), Some(wm)) =
+            (l.gen_current, l.width_current, l.gen_max, l.width_max)
+        {
+            head.push(format!("PCIe gen{g} x{w} (max gen{gm} x{wm})"));
+            if g < gm || w < wm {
+                anomalies.push(format!(
+                    "PCIe link below its maximum (gen{g} x{w} of gen{gm} x{wm})"
+                ));
+            }
+        }
+        if let Some(on) = f.ecc_enabled {
+            head.push(format!("ECC {}", if on { "on" } else { "off" }));
+        }
+        if let Some(sms) = f.sm_count {
+            head.push(format!("{sms} SMs"));
+        }
+        if let Some(mw) = f.power_limit_mw {
+            head.push(format!("power limit {} W", mw / 1000));
+        }
+        if !f.other_processes.is_empty() {
+            let pids: Vec<String> = f
+                .other_processes
+                .iter()
+                .map(|o| o.pid.to_string())
+                .collect();
+            anomalies.push(format!(
+                "other processes on the GPU: pid {}",
+                pids.join(", ")
+            ));
+        }
+    }
+    let _ = writeln!(out, "    {}", head.join("  ·  "));
+    if let Some(a) = &dev.activity {
+        let span = a.last_unix_ns.saturating_sub(a.first_unix_ns);
+        let gaps = hist_quantiles(&a.gap_hist);
+        let _ = writeln!(
+            out,
+            "      busy {} of {} ({} kernels, {} in kernels)  ·  idle gaps {}",
+            percent(a.busy_ns, span),
+            duration(span),
+            a.kernels,
+            duration(a.kernel_ns),
+            gaps
+        );
+        for c in &a.copies {
+            let rate = c
+                .bytes_per_s()
+                .map_or_else(String::new, |r| format!(" at {:.1} GB/s", r / 1e9));
+            let _ = writeln!(
+                out,
+                "      copies {} {}: {} x, {}{}",
+                c.kind,
+                c.memory,
+                c.count,
+                bytes(c.bytes),
+                rate
+            );
+        }
+        if a.late_records + a.untimed_records > 0 {
+            let _ = writeln!(
+                out,
+                "      {} late and {} untimed records (busy time may be slightly low)",
+                a.late_records, a.untimed_records
+            );
+        }
+        for (i, k) in a.top_kernels.iter().take(5).enumerate() {
+            let name: String = k.name.chars().take(90).collect();
+            let _ = writeln!(
+                out,
+                "      {}. {:>6} {:>8} x  {}",
+                i + 1,
+                percent(k.total_ns, a.kernel_ns),
+                k.calls,
+                name
+            );
+        }
+    }
+    if let Some(t) = &dev.telemetry {
+        let mut parts = vec![format!("{} samples every {} ms", t.samples, t.interval_ms)];
+        if let Some(u) = t.gpu_util_pct {
+            parts.push(format!("util mean {:.0} %, max {:.0} %", u.mean, u.max));
+        }
+        if let Some(c) = t.sm_clock_mhz {
+            let max = dev.facts.as_ref().and_then(|f| f.max_sm_clock_mhz);
+            parts.push(format!(
+                "SM clock mean {:.0}{} MHz",
+                c.mean,
+                max.map_or_else(String::new, |m| format!(" of {m}"))
+            ));
+        }
+        if let Some(pw) = t.power_mw {
+            parts.push(format!(
+                "power mean {:.0} W, max {:.0} W",
+                pw.mean / 1e3,
+                pw.max / 1e3
+            ));
+        }
+        if let Some(temp) = t.gpu_temp_c {
+            parts.push(format!("GPU {:.0} C max", temp.max));
+        }
+        let _ = writeln!(out, "      telemetry: {}", parts.join("  ·  "));
+        let throttles: Vec<String> = t
+            .clock_events
+            .iter()
+            .filter(|e| e.reason != "gpu-idle")
+            .map(|e| format!("{} in {} of {} samples", e.reason, e.samples, t.samples))
+            .collect();
+        if !throttles.is_empty() {
+            anomalies.push(format!("clock events: {}", throttles.join(", ")));
+        }
+        if let (Some([a, b]), _) | (_, Some([a, b])) = (t.ecc_uncorrected, t.ecc_corrected) {
+            if b > a {
+                anomalies.push(format!("{} new ECC errors during the run", b - a));
+            }
+        }
+    }
+    for a in anomalies {
+        let _ = writeln!(out, "      ! {a}");
+    }
+}
+
+/// `n, p50 x, p99 y, longest z` of a gap histogram, or `none`.
+fn hist_quantiles(h: &gpuspy_format::Histogram) -> String {
+    let n = h.count();
+    if n == 0 {
+        return "none".into();
+    }
+    let dense = h.to_dense();
+    let max = h.0.last().map_or(0, |&(i, _)| {
+        gpuspy_format::hist::bucket_bounds(i as usize).1
+    });
+    format!(
+        "{n}, p50 {}, p99 {}, longest < {}",
+        duration(gpuspy_format::hist::quantile(&dense, 0.5, max)),
+        duration(gpuspy_format::hist::quantile(&dense, 0.99, max)),
+        duration(max)
+    )
+}
+
 pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
     let mut out = String::new();
     let wall = p.wall_ns();
@@ -228,6 +442,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         return out;
     }
     diagnosis(&mut out, d);
+    gpu(&mut out, p);
     let _ = writeln!(out, "\nDriver API calls (by total time)");
     let _ = writeln!(
         out,

@@ -2,9 +2,9 @@
 //! the order of `gpuspy explain --list` and of the README's rule table.
 
 mod alloc_churn;
+mod gpu_side;
 mod h2d_bound;
 mod launch_bound;
-mod needs_gpu_data;
 mod pageable_memcpy;
 mod rank_straggler;
 mod slow_startup;
@@ -13,22 +13,22 @@ mod sync_stalled;
 use crate::diagnose::Rule;
 
 pub static ALL: &[&dyn Rule] = &[
-    &needs_gpu_data::PcieLinkDegraded,
-    &needs_gpu_data::ClocksThrottled,
-    &needs_gpu_data::EccOff,
-    &needs_gpu_data::EccErrors,
+    &gpu_side::PcieLinkDegraded,
+    &gpu_side::ClocksThrottled,
+    &gpu_side::EccOff,
+    &gpu_side::EccErrors,
     &slow_startup::SlowStartup,
-    &needs_gpu_data::GpuShared,
+    &gpu_side::GpuShared,
     &pageable_memcpy::PageableMemcpy,
     &h2d_bound::H2dBound,
-    &needs_gpu_data::UmFaultHeavy,
+    &gpu_side::UmFaultHeavy,
     &alloc_churn::AllocChurn,
     &launch_bound::LaunchBound,
-    &needs_gpu_data::SmallGrid,
-    &needs_gpu_data::InputStarved,
+    &gpu_side::SmallGrid,
+    &gpu_side::InputStarved,
     &rank_straggler::RankStraggler,
     &sync_stalled::SyncStalled,
-    &needs_gpu_data::CommBound,
+    &gpu_side::CommBound,
 ];
 
 pub fn find(id: &str) -> Option<&'static dyn Rule> {

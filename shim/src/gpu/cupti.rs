@@ -345,6 +345,11 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
 
 static COLLECTING: Mutex<()> = Mutex::new(());
 
+/// Whether the program registered its own CUPTI activity callbacks.
+pub fn program_client() -> bool {
+    PROGRAM_CLIENT.load(Acquire)
+}
+
 /// What the dump reports about CUPTI besides the per-device activity: records dropped,
 /// buffers refused, and when gpuspy stepped aside for the program's own client.
 pub fn counters() -> (u64, u64, Option<u64>) {
