@@ -13,6 +13,8 @@ mod diagnosis;
 mod doors;
 /// `gpuspy diff` and `gpuspy check` as CI gates.
 mod gates;
+/// GPU-side data: what a dump says without NVML and CUPTI, and dumps from the H200.
+mod gpu;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
 mod lifecycle;
 /// Distributed jobs: rank naming, stragglers, scale.
