@@ -175,11 +175,24 @@ pub fn evaluate(b: &Budget, p: &Profile, run: &str) -> Vec<Case> {
         }
     }
     if let Some(g) = &b.gpu {
-        case(
-            format!("GPU busy >= {:.0} %", g.min_busy * 100.0),
-            false,
-            "cannot check: GPU busy time is not collected yet (needs CUPTI activity)".into(),
-        );
+        let name = format!("GPU busy >= {:.0} %", g.min_busy * 100.0);
+        // Every device of every process must meet it: the least busy one decides.
+        let least = p
+            .gpu_activity()
+            .filter_map(|(_, d, a)| a.busy_share().map(|s| (d.ordinal, s)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        match least {
+            Some((ordinal, busy)) => case(
+                name,
+                busy >= g.min_busy,
+                format!("least busy GPU {ordinal}: {:.1} % (CUPTI kernel time over the activity span)", busy * 100.0),
+            ),
+            None => case(
+                name,
+                false,
+                "cannot check: the dumps have no CUPTI activity (see the report's GPU section for why)".into(),
+            ),
+        }
     }
     cases
 }
@@ -268,10 +281,36 @@ mod tests {
     }
 
     #[test]
-    fn gpu_busy_cannot_be_checked_yet_and_says_so() {
-        let cases = evaluate(&budget("[gpu]\nmin_busy = 0.9\n"), &run(1.0).build(), "");
+    fn gpu_busy_is_checked_on_the_least_busy_device() {
+        let b = budget("[gpu]\nmin_busy = 0.9\n");
+        let cases = evaluate(&b, &run(1.0).build(), "");
         assert!(!cases[0].passed);
-        assert!(cases[0].message.contains("not collected yet"));
+        assert!(cases[0].message.contains("no CUPTI activity"));
+        let busy = |share: f64| {
+            let a = gpuspy_format::gpu::Activity {
+                first_unix_ns: 1,
+                last_unix_ns: 1 + 1_000_000,
+                busy_ns: (share * 1e6) as u64,
+                ..Default::default()
+            };
+            run(1.0)
+                .gpu(gpuspy_format::gpu::Gpu {
+                    devices: vec![gpuspy_format::gpu::Device {
+                        ordinal: 0,
+                        activity: Some(a),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })
+                .build()
+        };
+        assert!(evaluate(&b, &busy(0.95), "")[0].passed);
+        let low = &evaluate(&b, &busy(0.5), "")[0];
+        assert!(!low.passed);
+        assert_eq!(
+            low.message,
+            "least busy GPU 0: 50.0 % (CUPTI kernel time over the activity span)"
+        );
     }
 
     #[test]
