@@ -106,3 +106,90 @@ fn a_dump_that_stepped_aside_for_torch_profiler_says_so() {
     // The loop sleeps 1 ms between steps: the GPU waits on the host.
     assert_eq!(r["verdict"], "input-starved");
 }
+
+#[test]
+fn cupti_records_reduce_exactly() {
+    let run = run("cupti", &[], &[]);
+    let g = gpu_section(&run);
+    assert_eq!(g["cupti"]["active"], true, "{g}");
+    assert_eq!(g["cupti"]["note"], "libcupti.so.13, CUPTI 130001");
+    let a = &g["devices"][0]["activity"];
+    assert_eq!(a["kernels"], 1003);
+    // [0,20) and [30,40) ms, plus 1000 kernels of 1 us.
+    assert_eq!(a["busy_ns"], 30_000_000 + 1_000_000);
+    assert_eq!(a["kernel_ns"], 35_000_000 + 1_000_000);
+    assert_eq!(a["late_records"], 0);
+    // Gaps: 20-30 ms, 40-50 ms, then 999 of 1 us between the small kernels.
+    assert_eq!(
+        a["gap_hist"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[1].as_u64().unwrap())
+            .sum::<u64>(),
+        1001
+    );
+    let top: Vec<(&str, u64)> = a["top_kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["name"].as_str().unwrap(), k["calls"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        top,
+        [
+            ("vecAdd(float*, float*, float*, int)", 3),
+            ("gemm_kernel", 1000)
+        ]
+    );
+    assert_eq!(a["copies"][0]["bytes"], 64u64 << 20);
+    assert_eq!(a["copies"][0]["memory"], "pageable");
+    let um = &g["unified_memory"];
+    assert_eq!(
+        (
+            um["cpu_page_faults"].as_u64(),
+            um["gpu_page_fault_groups"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    assert_eq!(um["bytes_htod"], 1 << 20);
+    // CUPTI's boot-based clock was shifted to Unix time: the activity lies in the run.
+    let dump: Value = serde_json::from_slice(&std::fs::read(&run.dumps()[0]).unwrap()).unwrap();
+    let first = a["first_unix_ns"].as_u64().unwrap();
+    let (start, stop) = (
+        dump["start_unix_ns"].as_u64().unwrap(),
+        dump["stop_unix_ns"].as_u64().unwrap(),
+    );
+    assert!(
+        start <= first && first <= stop,
+        "{start} <= {first} <= {stop}"
+    );
+    // The report reads the same numbers.
+    let r = run.report();
+    let busy = r["gpu"][0]["devices"][0]["activity"]["busy_share"]
+        .as_f64()
+        .unwrap();
+    let span = a["last_unix_ns"].as_u64().unwrap() - first;
+    assert!((busy - 31e6 / span as f64).abs() < 1e-12, "{busy}");
+}
+
+#[test]
+fn gpuspy_steps_aside_when_the_program_registers_its_own_cupti_client() {
+    let run = run("cupti", &["profiler"], &[]);
+    // The program's own client got every record emitted after it registered.
+    assert!(
+        run.stdout().contains("program records 10"),
+        "{}",
+        run.stdout()
+    );
+    let g = gpu_section(&run);
+    assert!(
+        g["cupti"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("stepped aside"),
+        "{g}"
+    );
+    // What gpuspy had before stays in its dump, and nothing after.
+    assert_eq!(g["devices"][0]["activity"]["kernels"], 1003);
+}

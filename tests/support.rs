@@ -34,6 +34,8 @@ pub fn artifacts() -> &'static Artifacts {
             "fakecuda",
             "-p",
             "fakenccl",
+            "-p",
+            "fakecupti",
         ]);
         if bin_dir.ends_with("release") {
             build.arg("--release");
@@ -48,6 +50,7 @@ pub fn artifacts() -> &'static Artifacts {
         for (built, names) in [
             ("libcuda.so", ["libcuda.so.1", "libcuda.so"]),
             ("libnccl.so", ["libnccl.so.2", "libnccl.so"]),
+            ("libcupti.so", ["libcupti.so.13", "libcupti.so"]),
         ] {
             for name in names {
                 let dst = driver_dir.join(name);
@@ -91,6 +94,8 @@ pub fn program(name: &str) -> PathBuf {
         .arg("-L")
         .arg(&a.driver_dir)
         .args(["-lcuda", "-lnccl", "-ldl", "-lpthread"])
+        // Only programs named cupti* load the fake CUPTI: in the others gpuspy finds none.
+        .args(name.starts_with("cupti").then_some("-lcupti"))
         .output()
         .expect("a C compiler (cc) is needed for the integration tests");
     assert!(

@@ -1,0 +1,285 @@
+//! A fake `libcupti.so.13` for testing gpuspy without a GPU: the V1 activity API calls
+//! gpuspy makes, with records laid out at the offsets of the CUDA 13 structs, plus a
+//! `fakecupti_*` producer API a test program calls to emit records. One buffer at a time
+//! is filled, from the calling thread; a flush hands it to the completion callback
+//! registered at that moment, as CUPTI does. Timestamps count from boot
+//! (`CLOCK_MONOTONIC`), as CUPTI 13's do.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+use std::sync::Mutex;
+
+type Request = unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
+type Complete = unsafe extern "C" fn(*mut c_void, u32, *mut u8, usize, usize);
+
+const MAX_LIMIT_REACHED: u32 = 12;
+const NOT_COMPATIBLE: u32 = 27;
+const KIND_MEMCPY: u32 = 1;
+const KIND_CONCURRENT_KERNEL: u32 = 10;
+const KIND_UNIFIED_MEMORY_COUNTER: u32 = 25;
+
+static REQUEST: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static COMPLETE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static ENABLED: [AtomicBool; 64] = [const { AtomicBool::new(false) }; 64];
+static UM_CONFIGURED: AtomicBool = AtomicBool::new(false);
+
+struct Buffer {
+    data: *mut u8,
+    size: usize,
+    used: usize,
+}
+
+// SAFETY: the buffer is owned by whoever requested it; the fake only writes under the lock.
+unsafe impl Send for Buffer {}
+
+static CURRENT: Mutex<Option<Buffer>> = Mutex::new(None);
+
+/// Record sizes by kind, so `cuptiActivityGetNextRecord` can step over them.
+fn record_size(kind: u32) -> usize {
+    match kind {
+        KIND_CONCURRENT_KERNEL | KIND_UNIFIED_MEMORY_COUNTER => 112,
+        _ => 48,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiGetVersion(v: *mut u32) -> u32 {
+    *v = 130001;
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
+    request: Option<Request>,
+    complete: Option<Complete>,
+) -> u32 {
+    REQUEST.store(
+        request.map_or(std::ptr::null_mut(), |f| f as *mut c_void),
+        Release,
+    );
+    COMPLETE.store(
+        complete.map_or(std::ptr::null_mut(), |f| f as *mut c_void),
+        Release,
+    );
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityConfigureUnifiedMemoryCounter(
+    _config: *mut c_void,
+    count: u32,
+) -> u32 {
+    UM_CONFIGURED.store(count > 0, Release);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> u32 {
+    if kind == KIND_UNIFIED_MEMORY_COUNTER && !UM_CONFIGURED.load(Acquire) {
+        return NOT_COMPATIBLE;
+    }
+    match ENABLED.get(kind as usize) {
+        Some(flag) => {
+            flag.store(true, Release);
+            0
+        }
+        None => NOT_COMPATIBLE,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityDisable(kind: u32) -> u32 {
+    if let Some(flag) = ENABLED.get(kind as usize) {
+        flag.store(false, Release);
+    }
+    0
+}
+
+/// Hands the buffer being filled, if any, to the completion callback.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityFlushAll(_flag: u32) -> u32 {
+    let taken = CURRENT.lock().unwrap().take();
+    if let Some(b) = taken {
+        deliver(b);
+    }
+    0
+}
+
+unsafe fn deliver(b: Buffer) {
+    let complete = COMPLETE.load(Acquire);
+    if !complete.is_null() {
+        std::mem::transmute::<*mut c_void, Complete>(complete)(
+            std::ptr::null_mut(),
+            0,
+            b.data,
+            b.size,
+            b.used,
+        );
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityGetNextRecord(
+    buffer: *mut u8,
+    valid: usize,
+    record: *mut *mut u8,
+) -> u32 {
+    let next = if (*record).is_null() {
+        0
+    } else {
+        let at = (*record).offset_from(buffer) as usize;
+        at + record_size((*record).cast::<u32>().read_unaligned())
+    };
+    if next >= valid {
+        return MAX_LIMIT_REACHED;
+    }
+    *record = buffer.add(next);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityGetNumDroppedRecords(
+    _context: *mut c_void,
+    _stream: u32,
+    dropped: *mut usize,
+) -> u32 {
+    *dropped = 0;
+    0
+}
+
+fn monotonic_ns() -> u64 {
+    let mut t = libc_timespec { sec: 0, nsec: 0 };
+    // SAFETY: clock_gettime writes the struct.
+    unsafe { clock_gettime(1, &mut t) };
+    t.sec as u64 * 1_000_000_000 + t.nsec as u64
+}
+
+#[repr(C)]
+struct libc_timespec {
+    sec: i64,
+    nsec: i64,
+}
+
+extern "C" {
+    fn clock_gettime(clock: i32, t: *mut libc_timespec) -> i32;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiGetTimestamp(t: *mut u64) -> u32 {
+    *t = monotonic_ns();
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiFinalize() -> u32 {
+    REQUEST.store(std::ptr::null_mut(), Release);
+    COMPLETE.store(std::ptr::null_mut(), Release);
+    0
+}
+
+/// Whether activity `kind` is on.
+#[no_mangle]
+pub extern "C" fn fakecupti_enabled(kind: u32) -> i32 {
+    ENABLED.get(kind as usize).is_some_and(|f| f.load(Acquire)) as i32
+}
+
+/// CUPTI's clock now.
+#[no_mangle]
+pub extern "C" fn fakecupti_now() -> u64 {
+    monotonic_ns()
+}
+
+/// Appends one record of `kind`, built by `fill`, if the kind is on and a buffer is had.
+unsafe fn emit(kind: u32, fill: impl FnOnce(*mut u8)) {
+    if fakecupti_enabled(kind) == 0 {
+        return;
+    }
+    let size = record_size(kind);
+    let mut current = CURRENT.lock().unwrap();
+    if current.is_none() {
+        let request = REQUEST.load(Acquire);
+        if request.is_null() {
+            return;
+        }
+        let (mut data, mut len, mut max) = (std::ptr::null_mut(), 0usize, 0usize);
+        std::mem::transmute::<*mut c_void, Request>(request)(&mut data, &mut len, &mut max);
+        if data.is_null() || len < size {
+            return;
+        }
+        *current = Some(Buffer {
+            data,
+            size: len,
+            used: 0,
+        });
+    }
+    let Some(b) = current.as_mut() else { return };
+    let record = b.data.add(b.used);
+    std::ptr::write_bytes(record, 0, size);
+    record.cast::<u32>().write_unaligned(kind);
+    fill(record);
+    b.used += size;
+    if b.used + 112 > b.size {
+        let full = current.take();
+        drop(current);
+        if let Some(full) = full {
+            deliver(full);
+        }
+    }
+}
+
+unsafe fn put<T>(record: *mut u8, offset: usize, value: T) {
+    record.add(offset).cast::<T>().write_unaligned(value);
+}
+
+/// A kernel record (`Kernel10` offsets).
+#[no_mangle]
+pub unsafe extern "C" fn fakecupti_kernel(
+    device: u32,
+    start: u64,
+    end: u64,
+    blocks: i32,
+    name: *const c_char,
+) {
+    emit(KIND_CONCURRENT_KERNEL, |r| {
+        put(r, 16, start);
+        put(r, 24, end);
+        put(r, 40, device);
+        put(r, 52, blocks);
+        put(r, 56, 1i32);
+        put(r, 60, 1i32);
+        put(r, 104, name);
+    });
+}
+
+/// A copy record (`Memcpy6` offsets).
+#[no_mangle]
+pub unsafe extern "C" fn fakecupti_memcpy(
+    kind: u8,
+    src: u8,
+    dst: u8,
+    bytes: u64,
+    start: u64,
+    end: u64,
+    device: u32,
+) {
+    emit(KIND_MEMCPY, |r| {
+        put(r, 4, kind);
+        put(r, 5, src);
+        put(r, 6, dst);
+        put(r, 8, bytes);
+        put(r, 16, start);
+        put(r, 24, end);
+        put(r, 32, device);
+    });
+}
+
+/// A unified-memory counter record (`UnifiedMemoryCounter3` offsets).
+#[no_mangle]
+pub unsafe extern "C" fn fakecupti_um(counter: u32, value: u64) {
+    emit(KIND_UNIFIED_MEMORY_COUNTER, |r| {
+        put(r, 4, counter);
+        put(r, 8, value);
+    });
+}
