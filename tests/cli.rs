@@ -119,12 +119,7 @@ fn report_on_a_dump_recorded_on_the_h200() {
     assert_eq!(sync(&r, "pageable-async-copy"), Some(200));
     assert_eq!(count(&r, "cuGetProcAddress"), 440);
     assert_eq!(r["processes"][0]["complete"], true);
-    let text = Command::new(gpuspy())
-        .arg("report")
-        .arg(&dump)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&dump);
     assert!(text.contains("pageable-async-copy"), "{text}");
     assert!(text.contains("more in --json"), "{text}");
 }

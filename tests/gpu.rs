@@ -1,7 +1,6 @@
 use crate::support::*;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 fn gpu_section(run: &Run) -> Value {
     let dumps = run.dumps();
@@ -55,6 +54,11 @@ fn a_cupti_path_that_does_not_load_is_named() {
     );
 }
 
+fn assert_stepped_aside(gpu: &Value) {
+    let note = gpu["cupti"]["note"].as_str().unwrap();
+    assert!(note.contains("stepped aside"), "{note}");
+}
+
 fn data(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
@@ -76,12 +80,7 @@ fn unified_memory_recorded_on_the_h200_is_the_verdict() {
     assert_eq!(device["activity"]["kernels"], 20);
     let busy = device["activity"]["busy_share"].as_f64().unwrap();
     assert!((busy - 0.4596).abs() < 1e-3, "{busy}");
-    let text = Command::new(gpuspy())
-        .arg("report")
-        .arg(&dump)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&dump);
     assert!(text.contains("GPU 0  ·  NVIDIA H200  ·  driver 580.159.04  ·  CUDA 13.0  ·  PCIe gen5 x16 (max gen5 x16)"), "{text}");
     assert!(
         text.contains("unified memory: 16100 CPU page faults, 1757 GPU fault groups"),
@@ -94,13 +93,7 @@ fn a_dump_that_stepped_aside_for_torch_profiler_says_so() {
     // bench/gpu/truth.sh step 3(d): torch.profiler over the second half of the loop.
     let r = report_json(&[&data("h200-torch-paced-late.json")]);
     let g = &r["gpu"][0];
-    assert!(
-        g["cupti"]["note"]
-            .as_str()
-            .unwrap()
-            .contains("stepped aside"),
-        "{g}"
-    );
+    assert_stepped_aside(g);
     assert_eq!(g["devices"][0]["activity"]["kernels"], 802);
     assert_eq!(g["devices"][0]["telemetry"]["samples"], 71);
     // The loop sleeps 1 ms between steps: the GPU waits on the host.
@@ -183,13 +176,7 @@ fn gpuspy_steps_aside_when_the_program_registers_its_own_cupti_client() {
         run.stdout()
     );
     let g = gpu_section(&run);
-    assert!(
-        g["cupti"]["note"]
-            .as_str()
-            .unwrap()
-            .contains("stepped aside"),
-        "{g}"
-    );
+    assert_stepped_aside(&g);
     // What gpuspy had before stays in its dump, and nothing after.
     assert_eq!(g["devices"][0]["activity"]["kernels"], 1003);
 }

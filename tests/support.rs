@@ -160,6 +160,16 @@ pub fn run(name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     Run { output, out_dir }
 }
 
+/// `gpuspy report PATH`, the text.
+pub fn report_text(path: &Path) -> String {
+    let out = Command::new(gpuspy())
+        .arg("report")
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub fn report_json(paths: &[&Path]) -> Value {
     let out = Command::new(gpuspy())
         .arg("report")

@@ -94,50 +94,6 @@ impl Aggregator {
     }
 
     pub fn add(&mut self, record: Record<'_>) {
-        let record = match record {
-            Record::Kernel {
-                device,
-                start,
-                end,
-                name,
-                blocks,
-            } => Record::Kernel {
-                device,
-                start: self.unix(start),
-                end: self.unix(end),
-                name,
-                blocks,
-            },
-            Record::Copy {
-                device,
-                kind,
-                src_memory,
-                dst_memory,
-                bytes,
-                start,
-                end,
-            } => Record::Copy {
-                device,
-                kind,
-                src_memory,
-                dst_memory,
-                bytes,
-                start: self.unix(start),
-                end: self.unix(end),
-            },
-            Record::Memset {
-                device,
-                bytes,
-                start,
-                end,
-            } => Record::Memset {
-                device,
-                bytes,
-                start: self.unix(start),
-                end: self.unix(end),
-            },
-            other => other,
-        };
         match record {
             Record::Kernel {
                 device,
@@ -145,11 +101,13 @@ impl Aggregator {
                 end,
                 name,
                 blocks,
-            } => self
-                .devices
-                .entry(device)
-                .or_default()
-                .kernel(start, end, name, blocks),
+            } => {
+                let (start, end) = (self.unix(start), self.unix(end));
+                self.devices
+                    .entry(device)
+                    .or_default()
+                    .kernel(start, end, name, blocks);
+            }
             Record::Copy {
                 device,
                 kind,
@@ -159,6 +117,7 @@ impl Aggregator {
                 start,
                 end,
             } => {
+                let (start, end) = (self.unix(start), self.unix(end));
                 let d = self.devices.entry(device).or_default();
                 let memory = if kind == COPY_DTOH {
                     dst_memory
@@ -177,6 +136,7 @@ impl Aggregator {
                 start,
                 end,
             } => {
+                let (start, end) = (self.unix(start), self.unix(end));
                 let d = self.devices.entry(device).or_default();
                 d.memsets.0 += 1;
                 d.memsets.1 += bytes;

@@ -63,7 +63,7 @@ struct FieldValue {
 
 macro_rules! call {
     ($nvml:expr, $name:literal, fn($($t:ty),*), $($arg:expr),*) => {{
-        match $nvml.symbol(concat!($name, "\0")) {
+        match $nvml.symbol_named($name) {
             // SAFETY: the NVML function of this name has this C signature (nvml.h).
             Some(f) => unsafe {
                 std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($t),*) -> Ret>(f)($($arg),*)
@@ -94,12 +94,6 @@ impl Nvml {
         Ok(nvml)
     }
 
-    fn symbol(&self, name: &str) -> Option<*mut c_void> {
-        let name = CStr::from_bytes_with_nul(name.as_bytes()).ok()?;
-        let f = lookup(self.lib, name);
-        (!f.is_null()).then_some(f)
-    }
-
     pub fn device_by_pci_bus_id(&self, bus_id: &CStr) -> Option<Handle> {
         let mut dev: Handle = std::ptr::null_mut();
         let r = call!(
@@ -123,9 +117,36 @@ impl Nvml {
             .into_owned()
     }
 
-    fn u32_of(&self, f: impl FnOnce(*mut u32) -> Ret) -> Option<u32> {
+    /// A `nvmlReturn_t name(nvmlDevice_t, unsigned int *)` query.
+    fn device_u32(&self, dev: Handle, name: &'static str) -> Option<u32> {
+        let f = self.symbol_named(name)?;
         let mut v = 0u32;
-        (f(&mut v) == 0).then_some(v)
+        // SAFETY: NVML functions of this shape take a device and an out-pointer (nvml.h).
+        let r = unsafe {
+            std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Handle, *mut u32) -> Ret>(f)(
+                dev, &mut v,
+            )
+        };
+        (r == 0).then_some(v)
+    }
+
+    /// A `nvmlReturn_t name(nvmlDevice_t, unsigned int which, unsigned int *)` query.
+    fn device_u32_of(&self, dev: Handle, name: &'static str, which: u32) -> Option<u32> {
+        let f = self.symbol_named(name)?;
+        let mut v = 0u32;
+        // SAFETY: NVML functions of this shape take a device, a selector and an out-pointer.
+        let r = unsafe {
+            std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Handle, u32, *mut u32) -> Ret>(
+                f,
+            )(dev, which, &mut v)
+        };
+        (r == 0).then_some(v)
+    }
+
+    fn symbol_named(&self, name: &'static str) -> Option<*mut c_void> {
+        let name = std::ffi::CString::new(name).ok()?;
+        let f = lookup(self.lib, &name);
+        (!f.is_null()).then_some(f)
     }
 
     fn mode(&self, f: impl FnOnce(*mut u32, *mut u32) -> Ret) -> (Option<bool>, Option<bool>) {
@@ -204,86 +225,20 @@ impl Nvml {
             }),
             sm_count: None,
             pcie: PcieLink {
-                gen_current: self.u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetCurrPcieLinkGeneration",
-                        fn(Handle, *mut u32),
-                        dev,
-                        v
-                    )
-                }),
-                gen_max: self.u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetMaxPcieLinkGeneration",
-                        fn(Handle, *mut u32),
-                        dev,
-                        v
-                    )
-                }),
-                width_current: self.u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetCurrPcieLinkWidth",
-                        fn(Handle, *mut u32),
-                        dev,
-                        v
-                    )
-                }),
-                width_max: self.u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetMaxPcieLinkWidth",
-                        fn(Handle, *mut u32),
-                        dev,
-                        v
-                    )
-                }),
+                gen_current: self.device_u32(dev, "nvmlDeviceGetCurrPcieLinkGeneration"),
+                gen_max: self.device_u32(dev, "nvmlDeviceGetMaxPcieLinkGeneration"),
+                width_current: self.device_u32(dev, "nvmlDeviceGetCurrPcieLinkWidth"),
+                width_max: self.device_u32(dev, "nvmlDeviceGetMaxPcieLinkWidth"),
             },
             ecc_enabled,
             ecc_pending,
             persistence_mode: self
-                .u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetPersistenceMode",
-                        fn(Handle, *mut u32),
-                        dev,
-                        v
-                    )
-                })
+                .device_u32(dev, "nvmlDeviceGetPersistenceMode")
                 .map(|m| m != 0),
             mig_mode,
-            power_limit_mw: self.u32_of(|v| {
-                call!(
-                    self,
-                    "nvmlDeviceGetEnforcedPowerLimit",
-                    fn(Handle, *mut u32),
-                    dev,
-                    v
-                )
-            }),
-            max_sm_clock_mhz: self.u32_of(|v| {
-                call!(
-                    self,
-                    "nvmlDeviceGetMaxClockInfo",
-                    fn(Handle, u32, *mut u32),
-                    dev,
-                    NVML_CLOCK_SM,
-                    v
-                )
-            }),
-            max_mem_clock_mhz: self.u32_of(|v| {
-                call!(
-                    self,
-                    "nvmlDeviceGetMaxClockInfo",
-                    fn(Handle, u32, *mut u32),
-                    dev,
-                    NVML_CLOCK_MEM,
-                    v
-                )
-            }),
+            power_limit_mw: self.device_u32(dev, "nvmlDeviceGetEnforcedPowerLimit"),
+            max_sm_clock_mhz: self.device_u32_of(dev, "nvmlDeviceGetMaxClockInfo", NVML_CLOCK_SM),
+            max_mem_clock_mhz: self.device_u32_of(dev, "nvmlDeviceGetMaxClockInfo", NVML_CLOCK_MEM),
             other_processes: self.other_processes(dev, own_pid),
         }
     }
@@ -326,20 +281,9 @@ impl Nvml {
     /// direction, and the process list) only when `slow`.
     pub fn sample(&self, dev: Handle, t_unix_ns: u64, own_pid: u32, slow: bool) -> Sample {
         let throughput = |counter: u32| {
-            slow.then(|| {
-                self.u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetPcieThroughput",
-                        fn(Handle, u32, *mut u32),
-                        dev,
-                        counter,
-                        v
-                    )
-                })
-            })
-            .flatten()
-            .map(f64::from)
+            slow.then(|| self.device_u32_of(dev, "nvmlDeviceGetPcieThroughput", counter))
+                .flatten()
+                .map(f64::from)
         };
         let mut util = [0u32; 2];
         let utilisation = (call!(
@@ -404,51 +348,16 @@ impl Nvml {
             gpu_util_pct: utilisation.map(|u| f64::from(u[0])),
             mem_util_pct: utilisation.map(|u| f64::from(u[1])),
             sm_clock_mhz: self
-                .u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetClockInfo",
-                        fn(Handle, u32, *mut u32),
-                        dev,
-                        NVML_CLOCK_SM,
-                        v
-                    )
-                })
+                .device_u32_of(dev, "nvmlDeviceGetClockInfo", NVML_CLOCK_SM)
                 .map(f64::from),
             mem_clock_mhz: self
-                .u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetClockInfo",
-                        fn(Handle, u32, *mut u32),
-                        dev,
-                        NVML_CLOCK_MEM,
-                        v
-                    )
-                })
+                .device_u32_of(dev, "nvmlDeviceGetClockInfo", NVML_CLOCK_MEM)
                 .map(f64::from),
             power_mw: self
-                .u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetPowerUsage",
-                        fn(Handle, *mut u32),
-                        dev,
-                        v
-                    )
-                })
+                .device_u32(dev, "nvmlDeviceGetPowerUsage")
                 .map(f64::from),
             gpu_temp_c: self
-                .u32_of(|v| {
-                    call!(
-                        self,
-                        "nvmlDeviceGetTemperature",
-                        fn(Handle, u32, *mut u32),
-                        dev,
-                        0,
-                        v
-                    )
-                })
+                .device_u32_of(dev, "nvmlDeviceGetTemperature", 0)
                 .map(f64::from),
             mem_temp_c: mem_temp,
             pcie_tx_kib_per_s: throughput(NVML_PCIE_TX),
