@@ -266,6 +266,18 @@ impl Profile {
             .filter_map(|(p, d)| d.activity.as_ref().map(|a| (p, d, a)))
     }
 
+    /// The share of the GPU activity span in which no kernel ran, over every device with
+    /// CUPTI activity; None without any.
+    pub fn gpu_idle_share(&self) -> Option<f64> {
+        let (busy, span) = self.gpu_activity().fold((0u64, 0u64), |(b, s), (_, _, a)| {
+            (
+                b + a.busy_ns,
+                s + a.last_unix_ns.saturating_sub(a.first_unix_ns),
+            )
+        });
+        (span > 0).then(|| 1.0 - busy as f64 / span as f64)
+    }
+
     /// Per-rank imbalance: for each measure, the largest rank's value against the median,
     /// with the rank that has it. Empty outside a distributed job.
     pub fn rank_imbalance(&self) -> Vec<Imbalance> {

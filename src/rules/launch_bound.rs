@@ -31,8 +31,9 @@ the rule does not fire then.
 
 Impact: the share of the steady-state time spent inside launch calls, but no more than the
 time the host was not blocked. It is a lower bound where the GPU idles: CUDA graphs also
-remove the framework's per-op host work. Until kernel durations
-are measured, the finding is a heuristic: large kernels at a high rate would keep the GPU busy.
+remove the framework's per-op host work. Faster launching can only give back time the GPU
+spent idle, so with CUPTI busy time the impact is also capped by the GPU's idle share.
+Without it the finding is a heuristic: large kernels at a high rate would keep the GPU busy.
 
 Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
 (`torch.cuda.CUDAGraph`, `torch.compile(mode=\"reduce-overhead\")`), fuse elementwise ops
@@ -52,9 +53,10 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
         if launches < MIN_LAUNCHES || per_s < MIN_PER_S || share(blocked, steady) >= 0.5 {
             return Outcome::Clear;
         }
-        let launch_share = share(launch_ns.min(steady.saturating_sub(blocked)), steady);
-        Outcome::Found(
-            Finding::new(
+        let idle = p.gpu_idle_share();
+        let bound = share(launch_ns.min(steady.saturating_sub(blocked)), steady);
+        let launch_share = idle.map_or(bound, |i| bound.min(i));
+        let f = Finding::new(
                 self,
                 launch_share,
                 format!(
@@ -69,8 +71,8 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
             .evidence("launch_ms", ms(launch_ns))
             .evidence("steady_ms", ms(steady))
             .evidence("graph_launches", p.calls("cuGraphLaunch"))
-            .heuristic(),
-        )
+            .evidence("gpu_idle_share", idle.unwrap_or(f64::NAN));
+        Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
     }
 }
 

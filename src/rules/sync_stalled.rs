@@ -30,8 +30,9 @@ Impact: if the host works H and then waits W in each step, removing the wait let
 and GPU overlap, and the step takes at least max(H, W) instead of H + W. The gain is
 therefore at most min(H, W) / (H + W), summed over the run as
 min(blocked, steady - blocked) / steady. A host that waits nearly all the time is held by
-the GPU, not by the syncs, and this bound says so. Until GPU busy time is measured the
-finding is a heuristic: the GPU may have been busy for all of H as well.
+the GPU, not by the syncs, and this bound says so. Overlap can only give back time the GPU
+spent idle, so with CUPTI busy time the impact is also capped by the GPU's idle share.
+Without it the finding is a heuristic: the GPU may have been busy for all of H as well.
 
 Fix: take synchronisation out of the step. Drop `.item()`, `.cpu()`, `.tolist()` and
 `print(tensor)` from the loop (accumulate metrics on the GPU and read them every N steps),
@@ -51,13 +52,14 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
             return Outcome::Clear;
         }
         let working = steady.saturating_sub(blocked);
-        let impact = share(blocked.min(working), steady);
+        let idle = p.gpu_idle_share();
+        let bound = share(blocked.min(working), steady);
+        let impact = idle.map_or(bound, |i| bound.min(i));
         let (small_dtoh, _) = p.copied(Direction::DtoH, HostKind::Pinned);
         let item_like = p
             .calls("cuMemcpyDtoHAsync")
             .min(p.calls("cuStreamSynchronize"));
-        Outcome::Found(
-            Finding::new(
+        let f = Finding::new(
                 self,
                 impact,
                 format!(
@@ -74,8 +76,8 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
             .evidence("steady_ms", ms(steady))
             .evidence("dtoh_copy_then_sync_pairs", item_like)
             .evidence("dtoh_copies_to_pinned", small_dtoh)
-            .heuristic(),
-        )
+            .evidence("gpu_idle_share", idle.unwrap_or(f64::NAN));
+        Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
     }
 }
 
@@ -118,6 +120,33 @@ mod tests {
         };
         assert_eq!(f.severity, Severity::Info);
         assert!((f.impact - 0.02).abs() < 0.005, "{}", f.impact);
+    }
+
+    #[test]
+    fn a_busy_gpu_caps_what_overlap_can_give_back() {
+        // Blocked half the time (bound 50 %), but CUPTI saw the GPU busy 95 % of the span:
+        // removing the syncs can give back at most the 5 % it idled.
+        let busy_gpu = gpuspy_format::gpu::Gpu {
+            devices: vec![gpuspy_format::gpu::Device {
+                activity: Some(gpuspy_format::gpu::Activity {
+                    first_unix_ns: 1,
+                    last_unix_ns: 1 + 1_000_000_000,
+                    busy_ns: 950_000_000,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let p = run(1.0)
+            .sync(SyncCause::Explicit, 500, 500.0)
+            .gpu(busy_gpu)
+            .build();
+        let Outcome::Found(f) = SyncStalled.check(&p) else {
+            panic!("no finding")
+        };
+        assert!((f.impact - 0.05).abs() < 1e-9, "{}", f.impact);
+        assert!(!f.heuristic);
     }
 
     #[test]
