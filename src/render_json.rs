@@ -111,6 +111,7 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
         "active_ns": p.active_ns(),
         "steady_ns": p.steady_ns(),
         "verdict": d.verdict().map(|f| f.id),
+        "gpu_busy_share": p.gpu_idle_share().map(|idle| 1.0 - idle),
         "findings": d.findings,
         "layers": d.layers,
     })

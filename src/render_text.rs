@@ -122,7 +122,7 @@ fn ranks(out: &mut String, p: &Profile) {
 }
 
 /// The verdict, then the six layers bottom up, each with its status and findings.
-fn diagnosis(out: &mut String, d: &Diagnosis) {
+fn diagnosis(out: &mut String, p: &Profile, d: &Diagnosis) {
     match d.verdict() {
         Some(f) => {
             let _ = writeln!(
@@ -141,10 +141,22 @@ fn diagnosis(out: &mut String, d: &Diagnosis) {
             );
         }
         None => {
-            let _ = writeln!(
-                out,
-                "\nVerdict: no blocking problem in the host-side data. GPU busy time is not measured yet, so a GPU-bound run cannot be confirmed."
-            );
+            let _ = match p.gpu_idle_share() {
+                Some(idle) if idle <= 0.1 => writeln!(
+                    out,
+                    "\nVerdict: GPU-bound. Kernels ran {:.1} % of the GPU's activity span and nothing blocks: only faster (or fewer) kernels make this run faster.",
+                    (1.0 - idle) * 100.0
+                ),
+                Some(idle) => writeln!(
+                    out,
+                    "\nVerdict: no blocking problem found. Kernels ran {:.1} % of the GPU's activity span.",
+                    (1.0 - idle) * 100.0
+                ),
+                None => writeln!(
+                    out,
+                    "\nVerdict: no blocking problem in the host-side data. The dumps have no GPU busy time (see the GPU section), so a GPU-bound run cannot be confirmed."
+                ),
+            };
         }
     }
     let _ = writeln!(out, "\nLayers, bottom up");
@@ -166,8 +178,12 @@ fn diagnosis(out: &mut String, d: &Diagnosis) {
             );
         }
         // One line per missing source: "? a, b: needs NVML telemetry".
-        let mut reasons: Vec<&str> = layer.no_data.iter().map(|&(_, why)| why).collect();
-        reasons.dedup();
+        let mut reasons: Vec<&str> = Vec::new();
+        for &(_, why) in &layer.no_data {
+            if !reasons.contains(&why) {
+                reasons.push(why);
+            }
+        }
         for why in reasons {
             let ids: Vec<&str> = layer
                 .no_data
@@ -441,7 +457,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         let _ = writeln!(out, "\nNo driver calls recorded.");
         return out;
     }
-    diagnosis(&mut out, d);
+    diagnosis(&mut out, p, d);
     gpu(&mut out, p);
     let _ = writeln!(out, "\nDriver API calls (by total time)");
     let _ = writeln!(
@@ -555,5 +571,44 @@ mod tests {
         assert_eq!(duration(3_000_000_000), "3.00 s");
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 * 1024 * 1024), "3.0 MiB");
+    }
+
+    #[test]
+    fn a_busy_gpu_with_nothing_blocking_is_called_gpu_bound() {
+        use crate::diagnose::{diagnose, synthetic::run};
+        use gpuspy_format::gpu::{Activity, Device, Gpu};
+        let with_busy = |busy_ns: u64| {
+            let gpu = Gpu {
+                devices: vec![Device {
+                    activity: Some(Activity {
+                        first_unix_ns: 1,
+                        last_unix_ns: 1 + 1_000_000_000,
+                        busy_ns,
+                        ..Activity::default()
+                    }),
+                    ..Device::default()
+                }],
+                ..Gpu::default()
+            };
+            let p = run(1.0).api("cuLaunchKernel", 10, 0.1, 0).gpu(gpu).build();
+            render(&p, &diagnose(&p), false)
+        };
+        let busy = with_busy(950_000_000);
+        assert!(
+            busy.contains("Verdict: GPU-bound. Kernels ran 95.0 %"),
+            "{busy}"
+        );
+        assert!(!busy.contains("    ! "), "{busy}");
+        let half = with_busy(500_000_000);
+        assert!(
+            half.contains("Verdict: no blocking problem found. Kernels ran 50.0 %"),
+            "{half}"
+        );
+        let none = render(
+            &run(1.0).api("cuLaunchKernel", 10, 0.1, 0).build(),
+            &diagnose(&run(1.0).api("cuLaunchKernel", 10, 0.1, 0).build()),
+            false,
+        );
+        assert!(none.contains("The dumps have no GPU busy time"), "{none}");
     }
 }
