@@ -270,6 +270,80 @@ fn copy_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
     }
 }
 
+/// A busy-share drop smaller than this (in points) is noise whatever its relative size.
+const BUSY_FLOOR: f64 = 0.02;
+
+/// GPU-side changes, where both sides have CUPTI activity: the GPU's busy share per run,
+/// and the mean GPU time per call of each top kernel (by demangled name) that holds at
+/// least `--min-share` of kernel time.
+fn gpu_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
+    let busy = |side: &Side| -> Option<f64> {
+        let shares: Vec<f64> = side
+            .runs
+            .iter()
+            .filter_map(|r| r.profile.gpu_idle_share().map(|i| 1.0 - i))
+            .collect();
+        (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
+    };
+    let (Some(b), Some(n)) = (busy(base), busy(new)) else {
+        return;
+    };
+    let moved = n - b;
+    let kind = if -moved >= BUSY_FLOOR && relative(b, n) <= -o.threshold {
+        Kind::Regression
+    } else if moved >= BUSY_FLOOR && relative(b, n) >= o.threshold {
+        Kind::Improvement
+    } else {
+        Kind::Unchanged
+    };
+    out.push(Change {
+        kind,
+        what: "GPU busy share".into(),
+        base: format!("{:.1} %", b * 100.0),
+        new: format!("{:.1} %", n * 100.0),
+        detail: format!("{:+.1} points", moved * 100.0),
+    });
+    // name -> (calls, total ns), over all runs of a side.
+    let kernels = |side: &Side| -> BTreeMap<String, (u64, u64)> {
+        let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for (_, _, a) in side.merged.gpu_activity() {
+            for k in &a.top_kernels {
+                let e = m.entry(k.name.clone()).or_default();
+                e.0 += k.calls;
+                e.1 += k.total_ns;
+            }
+        }
+        m
+    };
+    let (bk, nk) = (kernels(base), kernels(new));
+    let new_total: u64 = nk.values().map(|&(_, t)| t).sum();
+    for (name, &(n_calls, n_ns)) in &nk {
+        let Some(&(b_calls, b_ns)) = bk.get(name) else {
+            continue;
+        };
+        if b_calls == 0 || n_calls == 0 || (n_ns as f64) < o.min_share * new_total as f64 {
+            continue;
+        }
+        let (b_mean, n_mean) = (b_ns as f64 / b_calls as f64, n_ns as f64 / n_calls as f64);
+        let rel = relative(b_mean, n_mean);
+        let material = (n_mean - b_mean).abs() >= o.floor_ns as f64;
+        let kind = if material && rel >= o.threshold {
+            Kind::Regression
+        } else if material && rel <= -o.threshold {
+            Kind::Improvement
+        } else {
+            continue;
+        };
+        out.push(Change {
+            kind,
+            what: format!("kernel {name} mean GPU time"),
+            base: duration(b_mean as u64),
+            new: duration(n_mean as u64),
+            detail: percent(rel),
+        });
+    }
+}
+
 /// Findings whose impact moved by at least the threshold, in points of the time they are
 /// measured against. A finding near the warning line flips between warning and info from
 /// run to run; only a material change in its impact is a regression.
@@ -321,6 +395,7 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
     count_changes(&base, &new, o, &mut changes);
     sync_changes(&base, &new, o, &mut changes);
     copy_changes(&base, &new, o, &mut changes);
+    gpu_changes(&base, &new, o, &mut changes);
     finding_changes(&base, &new, o, &mut changes);
     changes.sort_by_key(|c| match c.kind {
         Kind::Regression => 0,
@@ -434,6 +509,57 @@ mod tests {
             .collect();
         assert!(names.contains(&"finding launch-bound impact"), "{names:?}");
         assert!(names.contains(&"cuLaunchKernel p50"), "{names:?}");
+    }
+
+    fn gpu_runs(busy_ms: u64, gemm_us: u64) -> Vec<Run> {
+        use gpuspy_format::gpu::{Activity, Device, Gpu, KernelStat};
+        (0..3)
+            .map(|i| {
+                let a = Activity {
+                    first_unix_ns: 1,
+                    last_unix_ns: 1 + 1_000_000_000,
+                    busy_ns: busy_ms * 1_000_000,
+                    top_kernels: vec![KernelStat {
+                        name: "gemm".into(),
+                        calls: 1000,
+                        total_ns: 1000 * gemm_us * 1000,
+                        ..KernelStat::default()
+                    }],
+                    ..Activity::default()
+                };
+                let gpu = Gpu {
+                    devices: vec![Device {
+                        activity: Some(a),
+                        ..Device::default()
+                    }],
+                    ..Gpu::default()
+                };
+                Run {
+                    name: format!("run{i}"),
+                    profile: run(1.0).gpu(gpu).build(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_slower_kernel_and_a_less_busy_gpu_are_regressions() {
+        let r = compare(&gpu_runs(900, 100), &gpu_runs(600, 130), &options());
+        let regressions: Vec<(&str, &str, &str)> = r
+            .changes
+            .iter()
+            .filter(|c| c.kind == Kind::Regression)
+            .map(|c| (c.what.as_str(), c.base.as_str(), c.new.as_str()))
+            .collect();
+        assert_eq!(
+            regressions,
+            [
+                ("GPU busy share", "90.0 %", "60.0 %"),
+                ("kernel gemm mean GPU time", "100 us", "130 us")
+            ]
+        );
+        let same = compare(&gpu_runs(900, 100), &gpu_runs(895, 102), &options());
+        assert_eq!(same.regressions, 0, "{:?}", same.changes);
     }
 
     #[test]
