@@ -175,7 +175,9 @@ fn run() {
             }
             known = used;
         }
-        if let Some(nvml) = &nvml {
+        // Sampling stops for good once the program has its own CUPTI client: the hangs
+        // described above happened with NVML queries running alongside one.
+        if let (Some(nvml), false) = (&nvml, cupti::program_client()) {
             sample(nvml, pid, tick.is_multiple_of(SLOW_QUERY_TICKS));
         }
         cupti::collect(false, SETTLE_MARGIN_NS);
@@ -351,8 +353,14 @@ pub fn snapshot() -> Option<Gpu> {
             at % 1_000_000_000 / 1_000_000
         ));
     }
+    let mut nvml = state.nvml.clone();
+    if nvml.active && cupti::program_client() {
+        nvml.note.push_str(
+            "; sampling stopped when the program's own CUPTI client (torch.profiler or similar) registered",
+        );
+    }
     Some(Gpu {
-        nvml: state.nvml.clone(),
+        nvml,
         cupti,
         devices: devices.into_values().collect(),
         unified_memory,
