@@ -160,6 +160,16 @@ fn hot_path_does_not_allocate() {
         .collect();
     threads.into_iter().for_each(|t| t.join().unwrap());
     assert_eq!(ALLOCATIONS.load(Relaxed), 0, "allocations on the hot path");
+    // A gpuspy thread's calls are forwarded but never show up in a dump.
+    std::thread::spawn(move || {
+        crate::record::exclude_current_thread();
+        for _ in 0..5_000 {
+            // SAFETY: the injected stub ignores its arguments.
+            unsafe { exports::cuStreamQuery(std::ptr::null_mut()) };
+        }
+    })
+    .join()
+    .unwrap();
 
     // The calls were recorded, not skipped.
     let dump = crate::dump::snapshot(Default::default(), false);

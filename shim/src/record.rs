@@ -51,6 +51,20 @@ pub struct ThreadStats {
 }
 
 static ARENA: AtomicPtr<ThreadStats> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The block of gpuspy's own threads: outside the arena, so never in a dump. Zero pages in
+/// `.bss` until one of them makes a (nested, counted-only) call.
+// SAFETY: all-zero bytes are valid atomics.
+static DISCARD: ThreadStats = unsafe { std::mem::MaybeUninit::zeroed().assume_init() };
+
+/// Keeps the calling thread (a gpuspy thread) out of the recording: it looks like a
+/// thread forever inside an intercepted call, with a block no dump reads.
+pub fn exclude_current_thread() {
+    if let Some(l) = tls::local() {
+        l.slot.set(&DISCARD);
+        l.depth.set(1);
+    }
+}
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 static UNRECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
 
@@ -167,27 +181,24 @@ pub fn begin(hook: Hook) -> Span {
     let Some(l) = tls::local() else {
         return SKIP;
     };
-    // SAFETY: slot pointers come from claim_slot and point into the never-unmapped arena.
-    let slot = unsafe { l.slot.get().as_ref() };
-    if l.depth.get() > 0 {
-        // The driver calling its own exports: forwarded and counted, not timed. A gpuspy
-        // thread has a depth but no slot, and is not recorded at all.
-        if let Some(block) = slot {
-            // SAFETY: Hook ids are < HOOK_COUNT by construction.
-            bump(
-                &unsafe { block.apis.get_unchecked(hook as usize) }.nested,
-                1,
-            );
-        }
-        return SKIP;
-    }
-    let block = match slot {
+    // SAFETY: slot pointers come from claim_slot (into the never-unmapped arena) or are
+    // DISCARD.
+    let block = match unsafe { l.slot.get().as_ref() } {
         Some(block) => block,
         None => match claim_slot(l) {
             Some(block) => block,
             None => return SKIP,
         },
     };
+    if l.depth.get() > 0 {
+        // The driver calling its own exports: forwarded and counted, not timed.
+        // SAFETY: Hook ids are < HOOK_COUNT by construction.
+        bump(
+            &unsafe { block.apis.get_unchecked(hook as usize) }.nested,
+            1,
+        );
+        return SKIP;
+    }
     l.depth.set(1);
     Span {
         block,

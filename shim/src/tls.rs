@@ -62,11 +62,3 @@ pub fn local() -> Option<&'static Local> {
     // SAFETY: the reference is used on this thread only, while it runs.
     LOCAL.try_with(|l| unsafe { &*(l as *const Local) }).ok()
 }
-
-/// Keeps the calling thread (a gpuspy thread) out of the recording: it looks like a thread
-/// forever inside an intercepted call, without a statistics block.
-pub fn exclude_current_thread() {
-    if let Some(l) = local() {
-        l.depth.set(1);
-    }
-}

@@ -133,7 +133,7 @@ fn settings() -> Settings {
 }
 
 fn run() {
-    crate::tls::exclude_current_thread();
+    crate::record::exclude_current_thread();
     let settings = settings();
     let cupti = if settings.cupti {
         cupti::start()
