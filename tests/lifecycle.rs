@@ -28,6 +28,34 @@ fn forked_child_ending_in_exit_underscore_has_its_own_dump() {
     assert_eq!(per_process(&run), vec![(5, true), (7, true)]);
 }
 
+/// Whether each dump (parent first) has a GPU section, i.e. GPU-side collection started.
+fn gpu_sections(run: &Run) -> Vec<bool> {
+    let mut v: Vec<(u64, bool)> = run
+        .dumps()
+        .iter()
+        .map(|d| {
+            let dump: Value = serde_json::from_slice(&std::fs::read(d).unwrap()).unwrap();
+            (launches(d).0, !dump["gpu"].is_null())
+        })
+        .collect();
+    v.sort_unstable();
+    v.into_iter().map(|(_, gpu)| gpu).collect()
+}
+
+#[test]
+fn gpu_collection_starts_in_whichever_process_initialised_cuda_first() {
+    // A child forked after its parent started collecting does not collect (CUDA does not
+    // survive fork); a child whose parent never initialised CUDA starts its own.
+    assert_eq!(
+        gpu_sections(&run("lifecycle", &["init-parent"], &[])),
+        [true, false]
+    );
+    assert_eq!(
+        gpu_sections(&run("lifecycle", &["init-child"], &[])),
+        [false, true]
+    );
+}
+
 #[test]
 fn forked_child_that_never_calls_the_driver_writes_nothing() {
     let run = run("lifecycle", &["silent"], &[]);

@@ -6,7 +6,7 @@
 //! handler (registered after the program's own, so it runs before them, while CUDA and
 //! CUPTI are still up) forces a last flush. Its own driver and NVML calls bypass the
 //! wrappers and its thread is excluded from recording, so they never appear as the
-//! program's calls. A forked child collects nothing GPU-side.
+//! program's calls. A child forked after collection started collects nothing GPU-side.
 
 pub mod activity;
 pub mod cupti;
@@ -100,9 +100,14 @@ pub fn finish() {
     }
 }
 
+/// A child forked after collection started inherits locks a thread that does not exist
+/// here may hold, and CUDA does not survive fork: it collects nothing. A child forked
+/// before (its parent never initialised CUDA) starts afresh at its own `cuInit`.
 pub fn on_fork_child() {
-    IN_FORKED_CHILD.store(true, Relaxed);
-    cupti::forget_after_fork();
+    if STARTED.load(Relaxed) {
+        IN_FORKED_CHILD.store(true, Relaxed);
+        cupti::forget_after_fork();
+    }
 }
 
 fn set_status(f: impl FnOnce(&mut State)) {
