@@ -1,7 +1,8 @@
 //! `libgpuspy.so`: preloaded into a process, it interposes the CUDA driver API through all
 //! three doors (exported symbols, `dlsym`, `cuGetProcAddress`), forwards every call
 //! untouched and records per-call latency histograms, bytes moved and implicit
-//! synchronisations. See docs/design.md.
+//! synchronisations. After the first successful `cuInit`, one background thread adds what
+//! the GPU itself reports: NVML telemetry and CUPTI activity (`gpu/`). See docs/design.md.
 //!
 //! # The hot-path budget
 //! Per intercepted call, and nothing more: one relaxed load of the "recording" flag, one
