@@ -135,7 +135,9 @@ def launches(n):
 
 if __name__ == "__main__":
     import faulthandler
+    import signal
     faulthandler.dump_traceback_later(120, exit=True)  # a hang prints where, then exits
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # truth.sh's hang probe
     mode = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     {

@@ -22,6 +22,20 @@ want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }  # ONLY="3 4" runs
 echo "== date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 $py -c 'import torch, cupy; print("torch", torch.__version__, "cuda", torch.version.cuda, "cupy", cupy.__version__)'
 
+# probe SECONDS CMD...: runs CMD; if it is still running after SECONDS, prints every
+# thread's name, kernel wait channel and current syscall, and every Python thread's stack
+# (SIGUSR1, registered by truth.py), then kills it. For the known torch.profiler hang.
+probe() {
+    local limit=$1; shift
+    "$@" & local pid=$!
+    for _ in $(seq "$limit"); do kill -0 "$pid" 2>/dev/null || { wait "$pid"; return; }; sleep 1; done
+    echo "!! still running after ${limit} s: thread states (comm wchan syscall)"
+    for t in /proc/$pid/task/*; do
+        echo "   $(cat "$t/comm" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null) $(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
+    done
+    kill -USR1 "$pid"; sleep 2; kill -9 "$pid"; wait "$pid"
+}
+
 # summary DUMPDIR KEYS...: the GPU section of the one dump in DUMPDIR, as `key value` lines.
 summary() {
     $py - "$@" <<'PY'
@@ -71,7 +85,7 @@ summary "$out/dumps/paced" | grep -E "cupti|kernels|busy_share|span_us"
 echo "-- (b) torch.profiler alone, around everything"
 timeout 150 $py bench/gpu/truth.py paced-profile 400
 echo "-- (c) torch.profiler around everything, gpuspy present (the program's client comes first)"
-GPUSPY_OUT="$out/dumps/paced-profile" LD_PRELOAD="$shim" timeout 150 $py bench/gpu/truth.py paced-profile 400
+GPUSPY_OUT="$out/dumps/paced-profile" LD_PRELOAD="$shim" probe 60 $py bench/gpu/truth.py paced-profile 400
 summary "$out/dumps/paced-profile" | grep -E "cupti|kernels|busy_share"
 echo "-- (d) torch.profiler over the second half only, gpuspy present (gpuspy steps aside)"
 GPUSPY_OUT="$out/dumps/paced-late" LD_PRELOAD="$shim" timeout 150 $py bench/gpu/truth.py paced-late 400
