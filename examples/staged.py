@@ -14,6 +14,15 @@ Modes and the first finding each should get (bench/gpu/diagnose.sh checks them):
     slow-startup      one small op in a fresh process                      -> slow-startup
     healthy-matmul    large bf16 matmuls                                   -> no warning
     healthy-graph     a captured step replayed as a CUDA graph             -> no warning
+    input-starved     3 ms of host "loading" per 1 ms GPU step            -> input-starved
+    input-fixed       the same batches loaded by 4 threads, ahead          -> (fix)
+    um-fault-heavy    CuPy managed memory touched by host and GPU          -> um-fault-heavy
+    um-fixed          the same, prefetched to where it is used next        -> (fix)
+    small-grid        a CuPy kernel on 16 Mi floats with a 1-block grid    -> small-grid
+    small-grid-fixed  the same kernel with one thread per element          -> (fix)
+
+The last six need CUPTI activity (on by default; torch's import loads libcupti, which
+CuPy's modes then find).
 """
 import sys
 import time
@@ -124,6 +133,90 @@ def healthy_graph():
     timed(loop)
 
 
+def input_loop(workers):
+    # Each batch takes 3 ms of host work ("decoding": a sleep, then a pinned tensor);
+    # each step gives the GPU about 1 ms of matmuls and never waits for it.
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    w = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16)
+
+    def load(i):
+        time.sleep(0.003)
+        return torch.full((2048, 2048), float(i % 7), dtype=torch.bfloat16).pin_memory()
+
+    def loop():
+        steps = 1_000
+        if workers:
+            ahead = 2 * workers  # batches in flight, so pinned memory stays bounded
+            with ThreadPoolExecutor(workers) as pool:
+                pending = deque(pool.submit(load, i) for i in range(ahead))
+                for i in range(steps):
+                    x = pending.popleft().result().to("cuda", non_blocking=True)
+                    if i + ahead < steps:
+                        pending.append(pool.submit(load, i + ahead))
+                    for _ in range(8):
+                        x = x @ w
+        else:
+            for i in range(steps):
+                x = load(i).to("cuda", non_blocking=True)
+                for _ in range(8):
+                    x = x @ w
+    timed(loop)
+
+
+def managed(prefetch):
+    # 256 MiB of managed memory: the GPU adds to every element, then the host touches
+    # every page. Without prefetching each side faults the pages over.
+    import ctypes
+
+    import cupy
+    import numpy
+
+    count = 64 << 20
+    mem = cupy.cuda.malloc_managed(count * 4)
+    d = cupy.ndarray((count,), dtype=cupy.float32, memptr=mem)
+    h = numpy.ctypeslib.as_array(ctypes.cast(mem.ptr, ctypes.POINTER(ctypes.c_float)), (count,))
+    h[:] = 1.0
+    stream = cupy.cuda.get_current_stream()
+    cpu = cupy.cuda.runtime.cudaCpuDeviceId
+
+    def loop():
+        for _ in range(20):
+            if prefetch:
+                cupy.cuda.runtime.memPrefetchAsync(mem.ptr, count * 4, 0, stream.ptr)
+            d.__iadd__(1.0)
+            if prefetch:
+                cupy.cuda.runtime.memPrefetchAsync(mem.ptr, count * 4, cpu, stream.ptr)
+            stream.synchronize()
+            h[::1024] += 1.0
+        print(f"sum {float(h[:1024].sum()):.1f}")
+    timed(loop)
+
+
+def small_grid(blocks):
+    # A grid-stride kernel over 16 Mi floats: one block of 256 threads, or one thread
+    # per element.
+    import cupy
+
+    kernel = cupy.RawKernel(r"""
+    extern "C" __global__ void scale(float *x, unsigned long n) {
+        for (unsigned long i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+             i += (unsigned long)gridDim.x * blockDim.x)
+            x[i] = x[i] * 1.0001f + 0.1f;
+    }""", "scale")
+    n = 16 << 20
+    x = cupy.ones(n, dtype=cupy.float32)
+    grid = blocks or n // 256
+
+    def loop():
+        for _ in range(50):
+            kernel((grid,), (256,), (x, cupy.uint64(n)))
+        cupy.cuda.get_current_stream().synchronize()
+        print(f"x0 {float(x[0]):.4f}")
+    timed(loop)
+
+
 MODES = {
     "launch-bound": launch_bound,
     "sync-stalled": lambda: sync_steps(False),
@@ -135,6 +228,12 @@ MODES = {
     "slow-startup": slow_startup,
     "healthy-matmul": healthy_matmul,
     "healthy-graph": healthy_graph,
+    "input-starved": lambda: input_loop(0),
+    "input-fixed": lambda: input_loop(4),
+    "um-fault-heavy": lambda: managed(False),
+    "um-fixed": lambda: managed(True),
+    "small-grid": lambda: small_grid(1),
+    "small-grid-fixed": lambda: small_grid(0),
 }
 
 if __name__ == "__main__":
