@@ -155,12 +155,12 @@ def input_loop(workers):
                     x = pending.popleft().result().to("cuda", non_blocking=True)
                     if i + ahead < steps:
                         pending.append(pool.submit(load, i + ahead))
-                    for _ in range(8):
+                    for _ in range(32):  # about 1 ms of bf16 2048^3 matmuls
                         x = x @ w
         else:
             for i in range(steps):
                 x = load(i).to("cuda", non_blocking=True)
-                for _ in range(8):
+                for _ in range(32):  # about 1 ms of bf16 2048^3 matmuls
                     x = x @ w
     timed(loop)
 
