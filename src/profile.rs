@@ -141,6 +141,38 @@ pub struct ProcessInfo {
     pub gpu: Option<Box<Gpu>>,
 }
 
+/// One communicator as its members saw it.
+#[derive(Debug, Default, Clone)]
+pub struct CommunicatorView {
+    pub bytes: u64,
+    /// Per member process (`rank N`, or `pid N` outside a launcher): operations issued.
+    pub members: Vec<(String, u64)>,
+}
+
+impl CommunicatorView {
+    pub fn operations(&self) -> u64 {
+        self.members.iter().map(|&(_, n)| n).sum()
+    }
+
+    /// The operation count most members issued (the larger on a tie), and the members
+    /// that issued another: in a collective every member must issue the same sequence, so
+    /// a job whose members disagree hangs at the next collective or has one in flight.
+    pub fn disagreement(&self) -> Option<(u64, Vec<(String, u64)>)> {
+        let mut tally: BTreeMap<u64, usize> = BTreeMap::new();
+        for &(_, n) in &self.members {
+            *tally.entry(n).or_default() += 1;
+        }
+        let (&common, _) = tally.iter().max_by_key(|&(&n, &k)| (k, n))?;
+        let odd: Vec<(String, u64)> = self
+            .members
+            .iter()
+            .filter(|&&(_, n)| n != common)
+            .cloned()
+            .collect();
+        (!odd.is_empty()).then_some((common, odd))
+    }
+}
+
 impl ProcessInfo {
     /// The share of its steady-state time the process spent waiting for the GPU.
     pub fn wait_share(&self) -> f64 {
@@ -157,8 +189,8 @@ pub struct Profile {
     pub unwrapped: Vec<String>,
     /// NCCL `(op, datatype)` -> `(calls, bytes)`, over all processes.
     pub nccl_ops: BTreeMap<(String, String), (u64, u64)>,
-    /// Communicator key -> `(operations, bytes, members seen)`, over all processes.
-    pub communicators: BTreeMap<String, (u64, u64, u32)>,
+    /// Communicator key -> what its members (over all processes) issued on it.
+    pub communicators: BTreeMap<String, CommunicatorView>,
 }
 
 impl Profile {
@@ -230,11 +262,14 @@ impl Profile {
                 p.nccl_ops
                     .insert((o.op.clone(), o.datatype.clone()), (o.calls, o.bytes));
             }
+            let member = match &d.process.rank {
+                Some(r) => format!("rank {}", r.rank),
+                None => format!("pid {}", d.process.pid),
+            };
             for c in &n.communicators {
                 let mine = p.communicators.entry(c.key.clone()).or_default();
-                mine.0 += c.operations;
-                mine.1 += c.bytes;
-                mine.2 += 1;
+                mine.bytes += c.bytes;
+                mine.members.push((member.clone(), c.operations));
             }
         }
         let steady = p.steady_ns();
@@ -364,11 +399,10 @@ impl Profile {
             mine.0 += calls;
             mine.1 += bytes;
         }
-        for (key, (ops, bytes, members)) in &other.communicators {
+        for (key, c) in &other.communicators {
             let mine = self.communicators.entry(key.clone()).or_default();
-            mine.0 += ops;
-            mine.1 += bytes;
-            mine.2 += members;
+            mine.bytes += c.bytes;
+            mine.members.extend(c.members.iter().cloned());
         }
     }
 
@@ -471,3 +505,34 @@ pub const LAUNCH_APIS: &[&str] = &[
     "cuLaunchKernelEx",
     "cuLaunchCooperativeKernel",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(members: &[(&str, u64)]) -> CommunicatorView {
+        CommunicatorView {
+            bytes: 0,
+            members: members.iter().map(|&(m, n)| (m.to_string(), n)).collect(),
+        }
+    }
+
+    #[test]
+    fn communicator_members_that_issued_another_count_are_named() {
+        let agree = view(&[("rank 0", 7), ("rank 1", 7)]);
+        assert_eq!(agree.disagreement(), None);
+        assert_eq!(agree.operations(), 14);
+        let one_short = view(&[("rank 0", 7), ("rank 1", 6), ("rank 2", 7)]);
+        assert_eq!(
+            one_short.disagreement(),
+            Some((7, vec![("rank 1".to_string(), 6)]))
+        );
+        // Two members, two counts: the larger is taken as the common one.
+        let tie = view(&[("rank 0", 5), ("rank 1", 4)]);
+        assert_eq!(
+            tie.disagreement(),
+            Some((5, vec![("rank 1".to_string(), 4)]))
+        );
+        assert_eq!(view(&[("rank 0", 3)]).disagreement(), None);
+    }
+}

@@ -99,8 +99,13 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
             "ops": p.nccl_ops.iter().map(|((op, dt), (calls, bytes))| {
                 json!({"op": op, "datatype": dt, "calls": calls, "bytes": bytes})
             }).collect::<Vec<_>>(),
-            "communicators": p.communicators.iter().map(|(key, (ops, bytes, members))| {
-                json!({"key": key, "operations": ops, "bytes": bytes, "members_seen": members})
+            "communicators": p.communicators.iter().map(|(key, c)| {
+                let disagreement = c.disagreement().map(|(common, odd)| json!({
+                    "common_operations": common,
+                    "members": odd.iter().map(|(m, n)| json!({"member": m, "operations": n})).collect::<Vec<_>>(),
+                }));
+                json!({"key": key, "operations": c.operations(), "bytes": c.bytes,
+                       "members_seen": c.members.len(), "disagreement": disagreement})
             }).collect::<Vec<_>>(),
         },
         "rank_imbalance": p.rank_imbalance(),

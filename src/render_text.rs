@@ -531,6 +531,16 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         for ((op, dt), (calls, n)) in &p.nccl_ops {
             let _ = writeln!(out, "  {op:<14} {dt:<10} {calls:>10} {:>12}", bytes(*n));
         }
+        for (key, c) in &p.communicators {
+            if let Some((common, odd)) = c.disagreement() {
+                let odd: Vec<String> = odd.iter().map(|(m, n)| format!("{m} issued {n}")).collect();
+                let _ = writeln!(
+                    out,
+                    "  ! communicator {key}: members disagree on the operations issued ({}; {common} for the others): such a job hangs in its next collective",
+                    odd.join(", ")
+                );
+            }
+        }
     }
     let _ = writeln!(out, "\nTop time sinks");
     for (i, (name, api)) in p.by_total_time().into_iter().take(5).enumerate() {

@@ -193,6 +193,47 @@ fn nccl_calls_are_counted_with_bytes_and_matching_communicator_keys() {
 }
 
 #[test]
+fn a_rank_that_issued_a_different_number_of_collectives_is_named() {
+    let env = |r: &str| [("RANK", r.to_string()), ("WORLD_SIZE", "3".to_string())];
+    let runs: Vec<Run> = [("0", "link"), ("1", "skip"), ("2", "link")]
+        .iter()
+        .map(|&(r, mode)| {
+            let e = env(r);
+            let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            run("nccl", &[r, mode], &e)
+        })
+        .collect();
+    let dirs: Vec<&std::path::Path> = runs.iter().map(|r| r.out_dir.path()).collect();
+    let r = report_json(&dirs);
+    let comms = r["nccl"]["communicators"].as_array().unwrap();
+    let world = comms
+        .iter()
+        .find(|c| c["members_seen"] == 3 && c["operations"] == 120 + 119 + 120)
+        .unwrap_or_else(|| panic!("{comms:?}"));
+    assert_eq!(world["disagreement"]["common_operations"], 120);
+    assert_eq!(
+        world["disagreement"]["members"],
+        serde_json::json!([{"member": "rank 1", "operations": 119}])
+    );
+    // The split communicator (3 broadcasts each) is in agreement.
+    assert!(comms
+        .iter()
+        .any(|c| c["operations"] == 9 && c["disagreement"].is_null()));
+    let out = std::process::Command::new(gpuspy())
+        .arg("report")
+        .args(&dirs)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "members disagree on the operations issued (rank 1 issued 119; 120 for the others)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn nccl_reached_through_dlopen_and_dlsym_is_counted_too() {
     let run = run("nccl", &["0", "dlopen"], &[]);
     assert!(run.stdout().contains("nccl rank 0: done"));

@@ -1,5 +1,6 @@
 /* NCCL calls of one rank of a 2-rank job: argv[1] is the rank; argv[2] "dlopen" reaches
- * NCCL through dlopen + dlsym (as ctypes-based bindings do) instead of linking it. */
+ * NCCL through dlopen + dlsym (as ctypes-based bindings do) instead of linking it, and
+ * "skip" issues one all-reduce fewer (a desynchronised rank). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,8 @@ int main(int argc, char **argv) {
     memset(&id, 0x5a, sizeof id); /* rank 0 would make it and broadcast it */
     void *comm = NULL, *sub = NULL;
     if (init(&comm, 2, id, rank)) return 2;
-    for (int i = 0; i < 100; i++) all_reduce(0, 0, 1024, FLOAT32, 0, comm, 0);
+    int all_reduces = argc > 2 && strcmp(argv[2], "skip") == 0 ? 99 : 100;
+    for (int i = 0; i < all_reduces; i++) all_reduce(0, 0, 1024, FLOAT32, 0, comm, 0);
     for (int i = 0; i < 10; i++) all_gather(0, 0, 512, BF16, comm, 0);
     for (int i = 0; i < 5; i++) {
         start();
