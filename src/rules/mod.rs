@@ -2,33 +2,41 @@
 //! the order of `gpuspy explain --list` and of the README's rule table.
 
 mod alloc_churn;
-mod gpu_side;
+mod clocks_throttled;
+mod comm_bound;
+mod ecc;
+mod gpu_data;
+mod gpu_shared;
 mod h2d_bound;
+mod input_starved;
 mod launch_bound;
 mod pageable_memcpy;
+mod pcie_link_degraded;
 mod rank_straggler;
 mod slow_startup;
+mod small_grid;
 mod sync_stalled;
+mod um_fault_heavy;
 
 use crate::diagnose::Rule;
 
 pub static ALL: &[&dyn Rule] = &[
-    &gpu_side::PcieLinkDegraded,
-    &gpu_side::ClocksThrottled,
-    &gpu_side::EccOff,
-    &gpu_side::EccErrors,
+    &pcie_link_degraded::PcieLinkDegraded,
+    &clocks_throttled::ClocksThrottled,
+    &ecc::EccOff,
+    &ecc::EccErrors,
     &slow_startup::SlowStartup,
-    &gpu_side::GpuShared,
+    &gpu_shared::GpuShared,
     &pageable_memcpy::PageableMemcpy,
     &h2d_bound::H2dBound,
-    &gpu_side::UmFaultHeavy,
+    &um_fault_heavy::UmFaultHeavy,
     &alloc_churn::AllocChurn,
     &launch_bound::LaunchBound,
-    &gpu_side::SmallGrid,
-    &gpu_side::InputStarved,
+    &small_grid::SmallGrid,
+    &input_starved::InputStarved,
     &rank_straggler::RankStraggler,
     &sync_stalled::SyncStalled,
-    &gpu_side::CommBound,
+    &comm_bound::CommBound,
 ];
 
 pub fn find(id: &str) -> Option<&'static dyn Rule> {

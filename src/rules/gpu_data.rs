@@ -1,0 +1,172 @@
+//! Shared by the rules whose evidence is GPU-side: NVML telemetry (link, clocks, ECC,
+//! other processes) and CUPTI activity (busy time, idle gaps, grid sizes, unified-memory
+//! faults, NCCL kernels). Where a dump has none (no NVML library, CUPTI off or held by the
+//! program's own profiler), those rules say so instead of guessing; the report's GPU
+//! section says why.
+
+use crate::profile::Profile;
+use gpuspy_format::gpu::{Activity, Device, Telemetry};
+use gpuspy_format::hist;
+
+pub const NO_FACTS: &str = "needs NVML device facts (none in the dumps; see the GPU section)";
+pub const NO_TELEMETRY: &str = "needs NVML telemetry (none in the dumps; see the GPU section)";
+pub const NO_ACTIVITY: &str = "needs CUPTI activity (none in the dumps; see the GPU section)";
+
+pub fn span_ns(a: &Activity) -> u64 {
+    a.last_unix_ns.saturating_sub(a.first_unix_ns)
+}
+
+/// Totals over every device with CUPTI activity: (busy, active, span) in ns.
+pub fn activity_totals(p: &Profile) -> Option<(u64, u64, u64)> {
+    let mut any = false;
+    let mut t = (0, 0, 0);
+    for (_, _, a) in p.gpu_activity() {
+        any = true;
+        t.0 += a.busy_ns;
+        t.1 += a.active_ns;
+        t.2 += span_ns(a);
+    }
+    (any && t.2 > 0).then_some(t)
+}
+
+pub fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+pub fn telemetries(p: &Profile) -> impl Iterator<Item = (&Device, &Telemetry)> {
+    p.gpu_devices()
+        .filter_map(|(_, d)| d.telemetry.as_ref().map(|t| (d, t)))
+}
+
+/// Idle gaps at least this long count as the GPU waiting for the host's next batch.
+pub const STARVED_GAP_NS: u64 = 1_000_000;
+
+/// Gaps of at least `min_ns` in a gap histogram: (count, approximate total ns).
+pub fn long_gaps(h: &hist::Histogram, min_ns: u64) -> (u64, u64) {
+    h.0.iter()
+        .map(|&(i, n)| (hist::bucket_bounds(i as usize), n))
+        .filter(|&((low, _), _)| low >= min_ns)
+        .fold((0, 0), |(count, ns), ((low, high), n)| {
+            (count + n, ns + n * (low / 2 + high / 2))
+        })
+}
+
+pub fn cpu_page_faults(p: &Profile) -> u64 {
+    p.processes
+        .iter()
+        .filter_map(|x| x.gpu.as_ref()?.unified_memory.as_ref())
+        .map(|u| u.cpu_page_faults)
+        .sum()
+}
+
+/// Profiles with GPU-side data for the rules' unit tests.
+#[cfg(test)]
+pub mod fixtures {
+    use crate::diagnose::synthetic::run;
+    use crate::diagnose::{Finding, Outcome, Rule};
+    use gpuspy_format::gpu::{Activity, Device, DeviceFacts, Gpu, PcieLink, Telemetry};
+    use gpuspy_format::hist;
+
+    pub const S: u64 = 1_000_000_000;
+    pub const T0: u64 = 1_800_000_000 * S;
+
+    pub fn h200() -> DeviceFacts {
+        DeviceFacts {
+            name: "NVIDIA H200".into(),
+            sm_count: Some(132),
+            pcie: PcieLink {
+                gen_current: Some(5),
+                gen_max: Some(5),
+                width_current: Some(16),
+                width_max: Some(16),
+            },
+            ecc_enabled: Some(true),
+            max_sm_clock_mhz: Some(1980),
+            ..DeviceFacts::default()
+        }
+    }
+
+    /// A 10 s activity span with `busy_s` of kernels.
+    pub fn activity(busy_s: f64) -> Activity {
+        let busy = (busy_s * S as f64) as u64;
+        Activity {
+            first_unix_ns: T0,
+            last_unix_ns: T0 + 10 * S,
+            kernels: 1000,
+            kernel_ns: busy,
+            busy_ns: busy,
+            active_ns: busy,
+            ..Activity::default()
+        }
+    }
+
+    pub fn gpu(
+        facts: DeviceFacts,
+        telemetry: Option<Telemetry>,
+        activity: Option<Activity>,
+    ) -> Gpu {
+        Gpu {
+            devices: vec![Device {
+                ordinal: 0,
+                facts: Some(facts),
+                telemetry,
+                activity,
+            }],
+            ..Gpu::default()
+        }
+    }
+
+    pub fn check(rule: &dyn Rule, g: Gpu) -> Outcome {
+        rule.check(&run(10.0).gpu(g).build())
+    }
+
+    pub fn found(o: Outcome) -> Finding {
+        match o {
+            Outcome::Found(f) => f,
+            Outcome::Clear => panic!("clear"),
+            Outcome::NoData(m) => panic!("no data: {m}"),
+        }
+    }
+
+    pub fn gaps(count: u64, each_ns: u64) -> hist::Histogram {
+        let mut dense = vec![0; hist::BUCKETS];
+        dense[hist::bucket_index(each_ns)] = count;
+        hist::Histogram::from_dense(&dense)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnose::synthetic::run;
+    use crate::diagnose::{Outcome, Rule};
+    use crate::rules::{
+        clocks_throttled::ClocksThrottled,
+        comm_bound::CommBound,
+        ecc::{EccErrors, EccOff},
+        gpu_shared::GpuShared,
+        input_starved::InputStarved,
+        pcie_link_degraded::PcieLinkDegraded,
+        small_grid::SmallGrid,
+    };
+
+    #[test]
+    fn without_gpu_data_each_rule_says_what_it_lacks() {
+        let p = run(1.0).build();
+        for rule in [
+            &PcieLinkDegraded as &dyn Rule,
+            &ClocksThrottled,
+            &EccOff,
+            &EccErrors,
+            &GpuShared,
+            &SmallGrid,
+            &InputStarved,
+            &CommBound,
+        ] {
+            assert!(
+                matches!(rule.check(&p), Outcome::NoData(_)),
+                "{}",
+                rule.id()
+            );
+        }
+    }
+}

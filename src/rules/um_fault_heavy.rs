@@ -1,0 +1,141 @@
+use super::gpu_data::*;
+use crate::diagnose::{share, Finding, Layer, Outcome, Rule};
+use crate::profile::Profile;
+
+/// Unified memory that migrates on page faults.
+pub struct UmFaultHeavy;
+
+/// Rough costs for the impact estimate: a GPU fault group and a CPU fault serviced.
+const GPU_FAULT_GROUP_NS: f64 = 50_000.0;
+const CPU_FAULT_NS: f64 = 10_000.0;
+
+impl Rule for UmFaultHeavy {
+    fn id(&self) -> &'static str {
+        "um-fault-heavy"
+    }
+    fn layer(&self) -> Layer {
+        Layer::Memory
+    }
+    fn doc(&self) -> &'static str {
+        "Unified (managed) memory migrates page by page on faults instead of in bulk, stalling kernels and the host.
+
+Evidence (CUPTI unified-memory counters): CPU page faults, GPU page-fault groups and
+bytes migrated each way. Without managed allocations (`cuMemAllocManaged`) no faults are
+possible and the rule is clear. Impact, a heuristic: migrated bytes at the PCIe link's
+peak plus 50 us per GPU fault group and 10 us per CPU fault, over the activity span; and
+when the host faulted, at least the GPU's idle gaps of 1 ms or more (the GPU waiting
+while the host pulled pages back).
+
+Fix: prefetch managed memory to where it is used next (`cudaMemPrefetchAsync`), give
+placement hints (`cudaMemAdvise` with `SetPreferredLocation`/`SetReadMostly`), or use
+explicit device allocations and copies."
+    }
+    fn check(&self, p: &Profile) -> Outcome {
+        let counters: Vec<_> = p
+            .processes
+            .iter()
+            .filter_map(|x| x.gpu.as_ref()?.unified_memory.clone())
+            .collect();
+        if counters.is_empty() {
+            return if p.calls("cuMemAllocManaged") == 0 {
+                Outcome::Clear
+            } else {
+                Outcome::NoData("the run allocated managed memory; its faults need CUPTI unified-memory counters (none in the dumps)")
+            };
+        }
+        let sum = |f: fn(&gpuspy_format::gpu::UnifiedMemory) -> u64| -> u64 {
+            counters.iter().map(f).sum()
+        };
+        let (cpu, gpu) = (sum(|u| u.cpu_page_faults), sum(|u| u.gpu_page_fault_groups));
+        let migrated = sum(|u| u.bytes_htod + u.bytes_dtoh);
+        if cpu + gpu == 0 {
+            return Outcome::Clear;
+        }
+        let peak = p
+            .gpu_devices()
+            .find_map(|(_, d)| d.facts.as_ref()?.pcie.peak_bytes_per_s())
+            .unwrap_or(25e9);
+        let span: u64 = p.gpu_activity().map(|(_, _, a)| span_ns(a)).sum();
+        let cost_ns = migrated as f64 / peak * 1e9
+            + gpu as f64 * GPU_FAULT_GROUP_NS
+            + cpu as f64 * CPU_FAULT_NS;
+        let gap_ns: u64 = p
+            .gpu_activity()
+            .map(|(_, _, a)| long_gaps(&a.gap_hist, STARVED_GAP_NS).1)
+            .sum();
+        let host_wait = if cpu > 0 { share(gap_ns, span) } else { 0.0 };
+        let impact = if span == 0 {
+            0.0
+        } else {
+            (cost_ns / span as f64).max(host_wait).min(1.0)
+        };
+        Outcome::Found(
+            Finding::new(
+                self,
+                impact,
+                format!(
+                    "unified memory faulted {cpu} times on the CPU and in {gpu} fault groups on the GPU, migrating {} MiB",
+                    migrated >> 20
+                ),
+                "cudaMemPrefetchAsync managed data to where it is used next; cudaMemAdvise placement hints; or explicit device memory and copies.",
+            )
+            .evidence("cpu_page_faults", cpu)
+            .evidence("gpu_page_fault_groups", gpu)
+            .evidence("migrated_bytes", migrated)
+            .heuristic(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::synthetic::run;
+    use crate::rules::gpu_data::fixtures::*;
+    use crate::rules::input_starved::InputStarved;
+    use gpuspy_format::gpu::UnifiedMemory;
+
+    #[test]
+    fn unified_memory_faults_are_found_and_zero_faults_are_clear() {
+        let um = |cpu, gpu_groups, bytes| UnifiedMemory {
+            cpu_page_faults: cpu,
+            gpu_page_fault_groups: gpu_groups,
+            bytes_htod: bytes,
+            ..UnifiedMemory::default()
+        };
+        let mut g = gpu(h200(), None, Some(activity(1.0)));
+        g.unified_memory = Some(um(10_000, 2_000, 4 << 30));
+        let f = found(UmFaultHeavy.check(&run(10.0).gpu(g.clone()).build()));
+        // 4 GiB at gen5 x16's 63 GB/s, 2000 x 50 us and 10000 x 10 us, over 10 s.
+        let expected = ((4u64 << 30) as f64 / 63.016e9 + 0.1 + 0.1) / 10.0;
+        assert!(
+            (f.impact - expected).abs() < 1e-9 && f.heuristic,
+            "{}",
+            f.impact
+        );
+        assert_eq!(f.evidence["cpu_page_faults"].as_u64(), Some(10_000));
+        // The host faulting while the GPU waits in long gaps: those gaps are the cost, and
+        // they are not input starvation.
+        let mut waiting = activity(1.0);
+        waiting.gap_hist = gaps(100, 50_000_000);
+        let mut h = gpu(h200(), None, Some(waiting));
+        h.unified_memory = Some(um(10_000, 2_000, 4 << 30));
+        let f = found(UmFaultHeavy.check(&run(10.0).gpu(h.clone()).build()));
+        assert!((f.impact - 0.5).abs() < 0.04, "{}", f.impact);
+        assert!(matches!(
+            InputStarved.check(&run(10.0).gpu(h).build()),
+            Outcome::Clear
+        ));
+        g.unified_memory = Some(um(0, 0, 0));
+        assert!(matches!(
+            UmFaultHeavy.check(&run(10.0).gpu(g).build()),
+            Outcome::Clear
+        ));
+        assert!(matches!(
+            UmFaultHeavy.check(&run(1.0).build()),
+            Outcome::Clear
+        ));
+        let managed = run(1.0).api("cuMemAllocManaged", 1, 0.1, 1 << 20).build();
+        assert!(matches!(UmFaultHeavy.check(&managed), Outcome::NoData(_)));
+    }
+}
