@@ -124,10 +124,10 @@ impl Aggregator {
                 } else {
                     src_memory
                 };
-                let cell = d.copies.entry((kind, memory_name(memory))).or_default();
-                cell.0 += 1;
-                cell.1 += bytes;
-                cell.2 += end.saturating_sub(start);
+                d.copies
+                    .entry((kind, memory_name(memory)))
+                    .or_default()
+                    .add(bytes, start, end);
                 d.interval(start, end, false);
             }
             Record::Memset {
@@ -138,9 +138,7 @@ impl Aggregator {
             } => {
                 let (start, end) = (self.unix(start), self.unix(end));
                 let d = self.devices.entry(device).or_default();
-                d.memsets.0 += 1;
-                d.memsets.1 += bytes;
-                d.memsets.2 += end.saturating_sub(start);
+                d.memsets.add(bytes, start, end);
                 d.interval(start, end, false);
             }
             Record::UnifiedMemory { counter, value } => {
@@ -251,6 +249,22 @@ struct Interval {
     kernel: bool,
 }
 
+/// Copies or memsets: how many, how many bytes, how long on the GPU.
+#[derive(Default, Clone, Copy)]
+struct Transfers {
+    count: u64,
+    bytes: u64,
+    ns: u64,
+}
+
+impl Transfers {
+    fn add(&mut self, bytes: u64, start: u64, end: u64) {
+        self.count += 1;
+        self.bytes += bytes;
+        self.ns += end.saturating_sub(start);
+    }
+}
+
 #[derive(Default)]
 struct DeviceAgg {
     sm_count: Option<u32>,
@@ -265,15 +279,15 @@ struct DeviceAgg {
     small_grid: (u64, u64),
     names: HashMap<usize, KernelStat>,
     other_kernels: KernelStat,
-    /// (copy kind, memory kind) -> (count, bytes, ns).
-    copies: BTreeMap<(u8, &'static str), (u64, u64, u64)>,
-    memsets: (u64, u64, u64),
+    /// Per (copy kind, memory kind).
+    copies: BTreeMap<(u8, &'static str), Transfers>,
+    memsets: Transfers,
     untimed: u64,
 }
 
 impl DeviceAgg {
     fn seen(&self) -> bool {
-        self.kernels + self.untimed > 0 || !self.copies.is_empty() || self.memsets.0 > 0
+        self.kernels + self.untimed > 0 || !self.copies.is_empty() || self.memsets.count > 0
     }
 
     fn kernel(&mut self, start: u64, end: u64, name: Option<&CStr>, blocks: u64) {
@@ -391,17 +405,17 @@ impl DeviceAgg {
             copies: self
                 .copies
                 .iter()
-                .map(|(&(kind, memory), &(count, bytes, ns))| GpuCopy {
+                .map(|(&(kind, memory), t)| GpuCopy {
                     kind: copy_name(kind).into(),
                     memory: memory.into(),
-                    count,
-                    bytes,
-                    ns,
+                    count: t.count,
+                    bytes: t.bytes,
+                    ns: t.ns,
                 })
                 .collect(),
-            memsets: self.memsets.0,
-            memset_bytes: self.memsets.1,
-            memset_ns: self.memsets.2,
+            memsets: self.memsets.count,
+            memset_bytes: self.memsets.bytes,
+            memset_ns: self.memsets.ns,
             busy_series: busy.series,
             late_records: busy.late_records,
             late_ns: busy.late_ns,
