@@ -518,6 +518,8 @@ static STARTING: Mutex<()> = Mutex::new(());
 /// torch.profiler hung on the H200.
 fn step_aside() {
     let _after_start = STARTING.lock();
+    // A flush of ours still in flight would deliver our buffers to the program's callback.
+    let _after_collecting = COLLECTING.lock();
     if let (Some(api), true) = (API.get(), REGISTERED.swap(false, AcqRel)) {
         // SAFETY: plain CUPTI calls from an application thread outside any callback.
         unsafe {
