@@ -180,3 +180,87 @@ fn gpuspy_steps_aside_when_the_program_registers_its_own_cupti_client() {
     // What gpuspy had before stays in its dump, and nothing after.
     assert_eq!(g["devices"][0]["activity"]["kernels"], 1003);
 }
+
+#[test]
+fn nvml_telemetry_and_facts_reach_the_dump_and_the_rules() {
+    let lib_path = with_fake_nvml();
+    let run = run(
+        "cupti",
+        &[],
+        &[
+            ("LD_LIBRARY_PATH", lib_path.as_str()),
+            ("GPUSPY_NVML_MS", "50"),
+            ("FAKENVML_SM_CLOCK", "1485"),
+            ("FAKENVML_REASONS", "0x4"),
+            ("FAKENVML_OTHER_PIDS", "4242"),
+        ],
+    );
+    let g = gpu_section(&run);
+    assert_eq!(g["nvml"]["note"], "libnvidia-ml.so.1");
+    let device = &g["devices"][0];
+    let facts = &device["facts"];
+    assert_eq!(facts["name"], "Fake H200");
+    assert_eq!(facts["pci_bus_id"], "0000:19:00.0");
+    // From the (fake) driver, not from NVML.
+    assert_eq!(
+        (
+            facts["sm_count"].as_u64(),
+            facts["cuda_driver_version"].as_u64()
+        ),
+        (Some(132), Some(13000))
+    );
+    assert_eq!(
+        facts["pcie"],
+        serde_json::json!({"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16})
+    );
+    assert_eq!(
+        (
+            facts["ecc_enabled"].as_bool(),
+            facts["power_limit_mw"].as_u64()
+        ),
+        (Some(true), Some(700_000))
+    );
+    assert_eq!(
+        facts["other_processes"],
+        serde_json::json!([{"pid": 4242, "used_bytes": 1073741824}])
+    );
+    let t = &device["telemetry"];
+    let samples = t["samples"].as_u64().unwrap();
+    assert!(samples >= 2, "{t}");
+    assert_eq!(t["sm_clock_mhz"]["mean"], 1485.0);
+    assert_eq!(t["mem_temp_c"]["max"], 45.0);
+    assert_eq!(
+        t["clock_events"],
+        serde_json::json!([{"reason": "sw-power-cap", "samples": samples}])
+    );
+    // The driver layer and gpu-shared judge from it.
+    let r = run.report();
+    let finding = |id: &str| {
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {id} in {}", r["findings"]))
+    };
+    assert!(finding("clocks-throttled")["summary"]
+        .as_str()
+        .unwrap()
+        .contains("mean SM clock 25.0 % below its maximum"));
+    assert_eq!(finding("gpu-shared")["evidence"]["other_processes"], 1);
+    let layer = |name: &str| {
+        r["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["layer"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert!(
+        layer("driver")["no_data"].as_array().unwrap().is_empty(),
+        "{}",
+        layer("driver")
+    );
+}

@@ -13,6 +13,8 @@ pub struct Artifacts {
     /// A directory holding only the fake driver (libcuda.so.1, libcuda.so) and the fake
     /// NCCL (libnccl.so.2, libnccl.so).
     pub driver_dir: PathBuf,
+    /// The fake libnvidia-ml.so.1.
+    pub nvml_dir: PathBuf,
 }
 
 pub fn gpuspy() -> PathBuf {
@@ -36,6 +38,8 @@ pub fn artifacts() -> &'static Artifacts {
             "fakenccl",
             "-p",
             "fakecupti",
+            "-p",
+            "fakenvml",
         ]);
         if bin_dir.ends_with("release") {
             build.arg("--release");
@@ -58,11 +62,25 @@ pub fn artifacts() -> &'static Artifacts {
                 std::fs::copy(bin_dir.join(built), &dst).unwrap();
             }
         }
+        // NVML in a directory of its own: only the tests that put it on the library path
+        // see it (`with_fake_nvml`).
+        let nvml_dir = bin_dir.join("fake-nvml");
+        std::fs::create_dir_all(&nvml_dir).unwrap();
+        let nvml = nvml_dir.join("libnvidia-ml.so.1");
+        let _ = std::fs::remove_file(&nvml);
+        std::fs::copy(bin_dir.join("libnvidia_ml.so"), &nvml).unwrap();
         Artifacts {
             bin_dir,
             driver_dir,
+            nvml_dir,
         }
     })
+}
+
+/// `LD_LIBRARY_PATH` with the fake NVML beside the fake driver.
+pub fn with_fake_nvml() -> String {
+    let a = artifacts();
+    format!("{}:{}", a.driver_dir.display(), a.nvml_dir.display())
 }
 
 pub fn shim() -> PathBuf {

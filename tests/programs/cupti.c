@@ -10,6 +10,7 @@
 typedef void (*request_fn)(unsigned char **, size_t *, size_t *);
 typedef void (*complete_fn)(void *, unsigned, unsigned char *, size_t, size_t);
 extern int cuptiActivityRegisterCallbacks(request_fn, complete_fn);
+extern int cuDevicePrimaryCtxRetain(void **context, int device);
 extern int cuptiActivityEnable(unsigned kind);
 extern int cuptiActivityFlushAll(unsigned flag);
 extern int fakecupti_enabled(unsigned kind);
@@ -41,6 +42,8 @@ static void program_complete(void *ctx, unsigned stream, unsigned char *buf, siz
 int main(int argc, char **argv) {
     int profiler = argc > 1 && strcmp(argv[1], "profiler") == 0;
     if (cuInit(0)) return 1;
+    void *context;
+    if (cuDevicePrimaryCtxRetain(&context, 0)) return 3;
     /* gpuspy starts CUPTI on its own thread after cuInit. */
     for (int i = 0; i < 5000 && !(fakecupti_enabled(10) && fakecupti_enabled(25)); i++) {
         struct timespec ms = {0, 1000000};
@@ -69,5 +72,8 @@ int main(int argc, char **argv) {
         cuptiActivityFlushAll(1);
         printf("program records %zu\n", program_bytes / 112);
     }
+    /* Long enough for a few NVML samples at GPUSPY_NVML_MS=50. */
+    struct timespec samples = {0, 300 * 1000000};
+    nanosleep(&samples, 0);
     return 0;
 }

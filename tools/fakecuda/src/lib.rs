@@ -252,9 +252,7 @@ plain!(
     cuMemAdvise,
     cuMemAdvise_v2,
     // Not wrapped by gpuspy: passed through and listed by name.
-    cuDeviceGet,
     cuDeviceGetCount,
-    cuDeviceGetAttribute,
     cuCtxGetCurrent,
     cuCtxSetCurrent,
     cuStreamDestroy_v2,
@@ -349,6 +347,48 @@ pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
         libc::free(p);
     }
     r
+}
+
+/// One device, ordinal 0, with an H200's SM count, on PCI bus id 0000:19:00.0.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CUresult {
+    if ordinal != 0 {
+        return 101; // CUDA_ERROR_INVALID_DEVICE
+    }
+    if !device.is_null() {
+        *device = 0;
+    }
+    enter("cuDeviceGet")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    _device: c_int,
+) -> CUresult {
+    const MULTIPROCESSOR_COUNT: c_int = 16;
+    if !value.is_null() {
+        *value = if attribute == MULTIPROCESSOR_COUNT {
+            132
+        } else {
+            1
+        };
+    }
+    enter("cuDeviceGetAttribute")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetPCIBusId(
+    bus_id: *mut c_char,
+    len: c_int,
+    _device: c_int,
+) -> CUresult {
+    let id = b"0000:19:00.0\0";
+    if !bus_id.is_null() && len as usize >= id.len() {
+        std::ptr::copy_nonoverlapping(id.as_ptr().cast(), bus_id, id.len());
+    }
+    enter("cuDeviceGetPCIBusId")
 }
 
 #[no_mangle]

@@ -1,0 +1,245 @@
+//! A fake `libnvidia-ml.so.1` for testing gpuspy without a GPU: the NVML queries gpuspy
+//! makes, about one H200 on PCI bus 0000:19:00.0. Knobs, read at each call:
+//! `FAKENVML_SM_CLOCK` (MHz, default 1980), `FAKENVML_REASONS` (clock-event reason bits,
+//! hex, default 0), `FAKENVML_OTHER_PIDS` (comma-separated pids of other compute
+//! processes), `FAKENVML_PCIE_GEN` (current link generation, default 5).
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_void, CStr};
+
+type Ret = u32;
+const SUCCESS: Ret = 0;
+const NOT_FOUND: Ret = 6;
+const INSUFFICIENT_SIZE: Ret = 7;
+
+/// The one device's handle.
+const DEVICE: *mut c_void = 0x19 as *mut c_void;
+
+fn knob(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+unsafe fn put_text(buf: *mut c_char, len: u32, text: &str) -> Ret {
+    if (len as usize) <= text.len() {
+        return INSUFFICIENT_SIZE;
+    }
+    std::ptr::copy_nonoverlapping(text.as_ptr().cast(), buf, text.len());
+    *buf.add(text.len()) = 0;
+    SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn nvmlInit_v2() -> Ret {
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId_v2(
+    bus_id: *const c_char,
+    device: *mut *mut c_void,
+) -> Ret {
+    if CStr::from_ptr(bus_id).to_bytes() != b"0000:19:00.0" {
+        return NOT_FOUND;
+    }
+    *device = DEVICE;
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlSystemGetDriverVersion(buf: *mut c_char, len: u32) -> Ret {
+    put_text(buf, len, "580.0-fake")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetName(_d: *mut c_void, buf: *mut c_char, len: u32) -> Ret {
+    put_text(buf, len, "Fake H200")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetUUID(_d: *mut c_void, buf: *mut c_char, len: u32) -> Ret {
+    put_text(buf, len, "GPU-00000000-fake")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetVbiosVersion(
+    _d: *mut c_void,
+    buf: *mut c_char,
+    len: u32,
+) -> Ret {
+    put_text(buf, len, "96.00.fake")
+}
+
+macro_rules! value {
+    ($($name:ident => $value:expr;)*) => {
+        $(#[no_mangle]
+        pub unsafe extern "C" fn $name(_d: *mut c_void, out: *mut u32) -> Ret {
+            *out = $value;
+            SUCCESS
+        })*
+    };
+}
+
+value! {
+    nvmlDeviceGetCurrPcieLinkGeneration => knob("FAKENVML_PCIE_GEN").and_then(|v| v.parse().ok()).unwrap_or(5);
+    nvmlDeviceGetMaxPcieLinkGeneration => 5;
+    nvmlDeviceGetCurrPcieLinkWidth => 16;
+    nvmlDeviceGetMaxPcieLinkWidth => 16;
+    nvmlDeviceGetPersistenceMode => 1;
+    nvmlDeviceGetEnforcedPowerLimit => 700_000;
+    nvmlDeviceGetPowerUsage => 300_000;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetEccMode(
+    _d: *mut c_void,
+    cur: *mut u32,
+    pend: *mut u32,
+) -> Ret {
+    (*cur, *pend) = (1, 1);
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMigMode(
+    _d: *mut c_void,
+    cur: *mut u32,
+    pend: *mut u32,
+) -> Ret {
+    (*cur, *pend) = (0, 0);
+    SUCCESS
+}
+
+/// Clock type 1 is SM, 2 memory.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
+    _d: *mut c_void,
+    kind: u32,
+    out: *mut u32,
+) -> Ret {
+    *out = if kind == 2 { 3201 } else { 1980 };
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetClockInfo(_d: *mut c_void, kind: u32, out: *mut u32) -> Ret {
+    *out = if kind == 2 {
+        3201
+    } else {
+        knob("FAKENVML_SM_CLOCK")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1980)
+    };
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetTemperature(
+    _d: *mut c_void,
+    _sensor: u32,
+    out: *mut u32,
+) -> Ret {
+    *out = 50;
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(_d: *mut c_void, out: *mut u32) -> Ret {
+    (*out, *out.add(1)) = (60, 20);
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksEventReasons(
+    _d: *mut c_void,
+    out: *mut u64,
+) -> Ret {
+    *out = knob("FAKENVML_REASONS")
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0);
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
+    _d: *mut c_void,
+    _kind: u32,
+    _counter: u32,
+    out: *mut u64,
+) -> Ret {
+    *out = 0;
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetPcieThroughput(
+    _d: *mut c_void,
+    _counter: u32,
+    out: *mut u32,
+) -> Ret {
+    *out = 1000;
+    SUCCESS
+}
+
+/// `nvmlFieldValue_t`: one field, memory temperature (82), as an unsigned int.
+#[repr(C)]
+pub struct FieldValue {
+    field_id: u32,
+    scope_id: u32,
+    timestamp: i64,
+    latency_usec: i64,
+    value_type: u32,
+    nvml_return: u32,
+    value: u64,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
+    _d: *mut c_void,
+    count: i32,
+    values: *mut FieldValue,
+) -> Ret {
+    for i in 0..count.max(0) as usize {
+        let v = &mut *values.add(i);
+        (v.value_type, v.nvml_return, v.value) = if v.field_id == 82 {
+            (1, SUCCESS, 45)
+        } else {
+            (0, NOT_FOUND, 0)
+        };
+    }
+    SUCCESS
+}
+
+/// `nvmlProcessInfo_t` (v2/v3 layout).
+#[repr(C)]
+pub struct ProcessInfo {
+    pid: u32,
+    used_gpu_memory: u64,
+    gpu_instance_id: u32,
+    compute_instance_id: u32,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
+    _d: *mut c_void,
+    count: *mut u32,
+    infos: *mut ProcessInfo,
+) -> Ret {
+    let pids: Vec<u32> = knob("FAKENVML_OTHER_PIDS")
+        .map(|v| v.split(',').filter_map(|p| p.trim().parse().ok()).collect())
+        .unwrap_or_default();
+    if (*count as usize) < pids.len() {
+        *count = pids.len() as u32;
+        return INSUFFICIENT_SIZE;
+    }
+    for (i, &pid) in pids.iter().enumerate() {
+        *infos.add(i) = ProcessInfo {
+            pid,
+            used_gpu_memory: 1 << 30,
+            gpu_instance_id: u32::MAX,
+            compute_instance_id: u32::MAX,
+        };
+    }
+    *count = pids.len() as u32;
+    SUCCESS
+}
