@@ -258,7 +258,12 @@ pub fn step_run(dir: &Path, sync_us: u64) {
     let status = command(
         &program("simulated_step"),
         &["300"],
-        &[("FAKECUDA_DELAY_NS", &delay)],
+        // The GPU-side sources stay closed: nothing to collect here, and less noise.
+        &[
+            ("FAKECUDA_DELAY_NS", &delay),
+            ("GPUSPY_CUPTI", "0"),
+            ("GPUSPY_NVML_MS", "0"),
+        ],
         dir,
     )
     .stdout(Stdio::null())
