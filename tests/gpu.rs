@@ -264,3 +264,10 @@ fn nvml_telemetry_and_facts_reach_the_dump_and_the_rules() {
         layer("driver")
     );
 }
+
+#[test]
+fn a_vfork_child_ending_in_exit_underscore_leaves_collection_running() {
+    let run = run("cupti", &["vfork"], &[]);
+    let g = gpu_section(&run);
+    assert_eq!(g["devices"][0]["activity"]["kernels"], 1003 + 7, "{g}");
+}

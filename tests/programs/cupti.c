@@ -1,10 +1,14 @@
 /* CUPTI activity through the fake libcupti: the program emits records the way the GPU
  * would, and gpuspy's dump must reduce them exactly. With "profiler", the program then
  * registers its own activity callbacks (as torch.profiler does): gpuspy must step aside,
- * keep what it had, and leave later records to the program. */
+ * keep what it had, and leave later records to the program. With "vfork", a vfork child
+ * ends in _exit (as after a failed exec) and the parent then emits 7 more kernels, which
+ * its dump must still hold. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include "cuda_min.h"
 
 typedef void (*request_fn)(unsigned char **, size_t *, size_t *);
@@ -41,6 +45,7 @@ static void program_complete(void *ctx, unsigned stream, unsigned char *buf, siz
 
 int main(int argc, char **argv) {
     int profiler = argc > 1 && strcmp(argv[1], "profiler") == 0;
+    int use_vfork = argc > 1 && strcmp(argv[1], "vfork") == 0;
     if (cuInit(0)) return 1;
     void *context;
     if (cuDevicePrimaryCtxRetain(&context, 0)) return 3;
@@ -64,6 +69,13 @@ int main(int argc, char **argv) {
     fakecupti_um(3, 0x7f08);
     fakecupti_um(4, 2);
     fakecupti_um(1, 1 << 20);
+    if (use_vfork) {
+        pid_t child = vfork();
+        if (child == 0) _exit(0);
+        waitpid(child, 0, 0);
+        for (int i = 0; i < 7; i++)
+            fakecupti_kernel(0, t + 200 * MS + i * MS, t + 200 * MS + i * MS + 100, 8, "after_vfork");
+    }
     if (profiler) {
         cuptiActivityRegisterCallbacks(program_request, program_complete);
         cuptiActivityEnable(10);

@@ -17,11 +17,14 @@ use gpuspy_format::gpu::{Device, DeviceFacts, Gpu, SourceStatus};
 use nvml::{Nvml, TelemetryAgg};
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Mutex;
 use std::time::Duration;
 
 static STARTED: AtomicBool = AtomicBool::new(false);
+/// The process that started collection: a vfork child shares our memory but must not
+/// finish it for us when it calls `_exit`.
+static STARTED_PID: AtomicU32 = AtomicU32::new(0);
 static FINISHED: AtomicBool = AtomicBool::new(false);
 /// The gpuspy thread has opened (or failed to open) NVML and CUPTI.
 static SOURCES_OPEN: AtomicBool = AtomicBool::new(false);
@@ -58,6 +61,7 @@ pub fn on_driver_ready() {
     if IN_FORKED_CHILD.load(Relaxed) || STARTED.swap(true, AcqRel) {
         return;
     }
+    STARTED_PID.store(own_pid(), Release);
     if let Ok(mut state) = STATE.lock() {
         *state = Some(State::default());
     }
@@ -91,7 +95,11 @@ extern "C" fn finish_at_exit() {
 /// while the gpuspy thread is still opening NVML and CUPTI waits for it (at most 1 s), so
 /// that the dump says what happened.
 pub fn finish() {
-    if STARTED.load(Acquire) && !IN_FORKED_CHILD.load(Relaxed) && !FINISHED.swap(true, AcqRel) {
+    if STARTED.load(Acquire)
+        && !IN_FORKED_CHILD.load(Relaxed)
+        && STARTED_PID.load(Acquire) == own_pid()
+        && !FINISHED.swap(true, AcqRel)
+    {
         let deadline = clock::monotonic_ns() + 1_000_000_000;
         while !SOURCES_OPEN.load(Acquire) && clock::monotonic_ns() < deadline {
             std::thread::sleep(Duration::from_millis(1));
@@ -108,6 +116,11 @@ pub fn on_fork_child() {
         IN_FORKED_CHILD.store(true, Relaxed);
         cupti::forget_after_fork();
     }
+}
+
+fn own_pid() -> u32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() as u32 }
 }
 
 fn set_status(f: impl FnOnce(&mut State)) {
@@ -167,8 +180,7 @@ fn run() {
     });
     SOURCES_OPEN.store(true, Release);
     let nvml = nvml.ok();
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() } as u32;
+    let pid = own_pid();
     let mut known = 0u64;
     let mut tick = 0u64;
     while !FINISHED.load(Acquire) {
