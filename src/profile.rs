@@ -305,10 +305,7 @@ impl Profile {
     /// CUPTI activity; None without any.
     pub fn gpu_idle_share(&self) -> Option<f64> {
         let (busy, span) = self.gpu_activity().fold((0u64, 0u64), |(b, s), (_, _, a)| {
-            (
-                b + a.busy_ns,
-                s + a.last_unix_ns.saturating_sub(a.first_unix_ns),
-            )
+            (b + a.busy_ns, s + a.span_ns())
         });
         (span > 0).then(|| 1.0 - busy as f64 / span as f64)
     }

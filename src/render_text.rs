@@ -304,7 +304,7 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
     }
     let _ = writeln!(out, "    {}", head.join("  ·  "));
     if let Some(a) = &dev.activity {
-        let span = a.last_unix_ns.saturating_sub(a.first_unix_ns);
+        let span = a.span_ns();
         let gaps = hist_quantiles(&a.gap_hist);
         let _ = writeln!(
             out,
@@ -381,10 +381,11 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
         if !throttles.is_empty() {
             anomalies.push(format!("clock events: {}", throttles.join(", ")));
         }
-        if let (Some([a, b]), _) | (_, Some([a, b])) = (t.ecc_uncorrected, t.ecc_corrected) {
-            if b > a {
-                anomalies.push(format!("{} new ECC errors during the run", b - a));
-            }
+        let (corrected, uncorrected) = t.new_ecc_errors();
+        if corrected + uncorrected > 0 {
+            anomalies.push(format!(
+                "ECC errors during the run: {corrected} corrected, {uncorrected} uncorrected"
+            ));
         }
     }
     for a in anomalies {

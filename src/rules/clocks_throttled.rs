@@ -35,7 +35,7 @@ Fix: cooling and airflow, the power limit (`nvidia-smi -pl`), persistence mode, 
 application clocks where the operator allows them."
     }
     fn check(&self, p: &Profile) -> Outcome {
-        let busy = activity_totals(p).map_or(1.0, |(b, _, s)| share(b, s));
+        let busy = p.gpu_idle_share().map_or(1.0, |idle| 1.0 - idle);
         let mut any = false;
         let mut worst: Option<Finding> = None;
         for (d, t) in telemetries(p) {

@@ -32,7 +32,7 @@ topology (`NCCL_DEBUG=INFO`, NVLink vs PCIe)."
         let (mut nccl, mut span) = (0u64, 0u64);
         for (_, _, a) in p.gpu_activity() {
             any = true;
-            span += span_ns(a);
+            span += a.span_ns();
             nccl += a
                 .top_kernels
                 .iter()

@@ -64,11 +64,10 @@ Fix: report to the operator; check retired pages and row remapping (`nvidia-smi 
     fn check(&self, p: &Profile) -> Outcome {
         let mut any = false;
         for (d, t) in telemetries(p) {
-            let delta = |c: Option<[u64; 2]>| c.map_or(0, |[a, b]| b.saturating_sub(a));
             if t.ecc_corrected.is_some() || t.ecc_uncorrected.is_some() {
                 any = true;
             }
-            let (corrected, uncorrected) = (delta(t.ecc_corrected), delta(t.ecc_uncorrected));
+            let (corrected, uncorrected) = t.new_ecc_errors();
             if corrected + uncorrected > 0 {
                 let mut f = Finding::new(
                     self,

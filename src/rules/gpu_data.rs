@@ -5,29 +5,12 @@
 //! section says why.
 
 use crate::profile::Profile;
-use gpuspy_format::gpu::{Activity, Device, Telemetry};
+use gpuspy_format::gpu::{Device, Telemetry};
 use gpuspy_format::hist;
 
 pub const NO_FACTS: &str = "needs NVML device facts (none in the dumps; see the GPU section)";
 pub const NO_TELEMETRY: &str = "needs NVML telemetry (none in the dumps; see the GPU section)";
 pub const NO_ACTIVITY: &str = "needs CUPTI activity (none in the dumps; see the GPU section)";
-
-pub fn span_ns(a: &Activity) -> u64 {
-    a.last_unix_ns.saturating_sub(a.first_unix_ns)
-}
-
-/// Totals over every device with CUPTI activity: (busy, active, span) in ns.
-pub fn activity_totals(p: &Profile) -> Option<(u64, u64, u64)> {
-    let mut any = false;
-    let mut t = (0, 0, 0);
-    for (_, _, a) in p.gpu_activity() {
-        any = true;
-        t.0 += a.busy_ns;
-        t.1 += a.active_ns;
-        t.2 += span_ns(a);
-    }
-    (any && t.2 > 0).then_some(t)
-}
 
 pub fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)

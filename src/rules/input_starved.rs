@@ -37,7 +37,7 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
             let (n, ns) = long_gaps(&a.gap_hist, STARVED_GAP_NS);
             gaps += n;
             gap_ns += ns;
-            span += span_ns(a);
+            span += a.span_ns();
         }
         if !any {
             return Outcome::NoData(NO_ACTIVITY);

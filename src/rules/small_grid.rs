@@ -36,7 +36,7 @@ kernels for matrix work."
             any = true;
             small += a.small_grid_ns;
             kernel += a.kernel_ns;
-            span += span_ns(a);
+            span += a.span_ns();
             saving += a
                 .top_kernels
                 .iter()

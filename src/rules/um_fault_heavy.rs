@@ -56,7 +56,7 @@ explicit device allocations and copies."
             .gpu_devices()
             .find_map(|(_, d)| d.facts.as_ref()?.pcie.peak_bytes_per_s())
             .unwrap_or(25e9);
-        let span: u64 = p.gpu_activity().map(|(_, _, a)| span_ns(a)).sum();
+        let span: u64 = p.gpu_activity().map(|(_, _, a)| a.span_ns()).sum();
         let cost_ns = migrated as f64 / peak * 1e9
             + gpu as f64 * GPU_FAULT_GROUP_NS
             + cpu as f64 * CPU_FAULT_NS;

@@ -122,6 +122,14 @@ pub struct Telemetry {
     pub series: TelemetrySeries,
 }
 
+impl Telemetry {
+    /// ECC errors counted between the first and the last sample: (corrected, uncorrected).
+    pub fn new_ecc_errors(&self) -> (u64, u64) {
+        let new = |c: Option<[u64; 2]>| c.map_or(0, |[first, last]| last.saturating_sub(first));
+        (new(self.ecc_corrected), new(self.ecc_uncorrected))
+    }
+}
+
 /// A sampled quantity: min, mean, max and the last value.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct Gauge {
@@ -192,9 +200,14 @@ pub struct Activity {
 }
 
 impl Activity {
+    /// From the start of the first activity to the end of the last.
+    pub fn span_ns(&self) -> u64 {
+        self.last_unix_ns.saturating_sub(self.first_unix_ns)
+    }
+
     /// Kernel busy time over the span from the first activity to the last.
     pub fn busy_share(&self) -> Option<f64> {
-        let span = self.last_unix_ns.checked_sub(self.first_unix_ns)?;
+        let span = self.span_ns();
         (span > 0).then(|| self.busy_ns as f64 / span as f64)
     }
 

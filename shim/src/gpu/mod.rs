@@ -182,20 +182,23 @@ fn run() {
     let nvml = nvml.ok();
     let pid = own_pid();
     let mut known = 0u64;
+    let mut handles = BTreeMap::new();
     let mut tick = 0u64;
     while !FINISHED.load(Acquire) {
         let started = clock::monotonic_ns();
         let used = DEVICES_USED.load(Relaxed);
         if used != known {
             for ordinal in (0..64).filter(|o| (used & !known) >> o & 1 == 1) {
-                add_device(ordinal, nvml.as_ref(), pid, settings.interval);
+                if let Some(h) = add_device(ordinal, nvml.as_ref(), pid, settings.interval) {
+                    handles.insert(ordinal, h);
+                }
             }
             known = used;
         }
         // Sampling stops for good once the program has its own CUPTI client: the hangs
         // described above happened with NVML queries running alongside one.
         if let (Some(nvml), false) = (&nvml, cupti::program_client()) {
-            sample(nvml, pid, tick.is_multiple_of(SLOW_QUERY_TICKS));
+            sample(nvml, &handles, pid, tick.is_multiple_of(SLOW_QUERY_TICKS));
         }
         cupti::collect(false, SETTLE_MARGIN_NS);
         COLLECTOR_CPU_NS.store(thread_cpu_ns(), Relaxed);
@@ -269,8 +272,10 @@ fn cuda_driver_version() -> Option<u32> {
     (r == 0).then_some(v as u32)
 }
 
-fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) {
+/// Reads a newly used device's facts; returns its NVML handle, for sampling.
+fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) -> Option<usize> {
     let (bus_id, sms) = driver_identity(ordinal);
+    let cuda_version = cuda_driver_version();
     if let Some(sms) = sms {
         if let Ok(mut agg) = cupti::AGGREGATOR.lock() {
             if let Some(agg) = agg.as_mut() {
@@ -278,15 +283,15 @@ fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) {
             }
         }
     }
-    let facts = nvml.zip(bus_id.as_deref()).and_then(|(nvml, bus_id)| {
+    let nvml_device = nvml.zip(bus_id.as_deref()).and_then(|(nvml, bus_id)| {
         let c_bus = std::ffi::CString::new(bus_id).ok()?;
         let dev = nvml.device_by_pci_bus_id(&c_bus)?;
         let mut facts = nvml.facts(dev, bus_id, pid);
         facts.sm_count = sms;
-        facts.cuda_driver_version = cuda_driver_version();
-        NVML_HANDLES.lock().ok()?.insert(ordinal, dev as usize);
-        Some(facts)
+        facts.cuda_driver_version = cuda_version;
+        Some((dev as usize, facts))
     });
+    let (handle, facts) = nvml_device.unzip();
     set_status(|s| {
         let d = s.devices.entry(ordinal).or_default();
         d.telemetry = facts
@@ -296,22 +301,17 @@ fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) {
             sms.map(|sms| DeviceFacts {
                 sm_count: Some(sms),
                 pci_bus_id: bus_id.unwrap_or_default(),
-                cuda_driver_version: cuda_driver_version(),
+                cuda_driver_version: cuda_version,
                 ..DeviceFacts::default()
             })
         });
     });
+    handle
 }
 
-/// NVML device handles by CUDA ordinal (as addresses: handles are plain pointers).
-static NVML_HANDLES: Mutex<BTreeMap<u32, usize>> = Mutex::new(BTreeMap::new());
-
-fn sample(nvml: &Nvml, pid: u32, with_processes: bool) {
-    let handles: Vec<(u32, usize)> = match NVML_HANDLES.lock() {
-        Ok(h) => h.iter().map(|(&o, &d)| (o, d)).collect(),
-        Err(_) => return,
-    };
-    for (ordinal, dev) in handles {
+/// `handles`: NVML device handles by CUDA ordinal (as addresses: handles are pointers).
+fn sample(nvml: &Nvml, handles: &BTreeMap<u32, usize>, pid: u32, with_processes: bool) {
+    for (&ordinal, &dev) in handles {
         let s = nvml.sample(dev as *mut c_void, clock::unix_ns(), pid, with_processes);
         set_status(|state| {
             if let Some(t) = state
