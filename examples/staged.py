@@ -112,7 +112,7 @@ def healthy_matmul():
 
 
 def healthy_graph():
-    x = torch.randn(1 << 16, device="cuda")
+    x = torch.randn(1 << 22, device="cuda")  # 16 MiB: grids far larger than the GPU
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -128,7 +128,7 @@ def healthy_graph():
             y = y * 1.0001 + 0.1
 
     def loop():
-        for _ in range(20_000):
+        for _ in range(2_000):
             graph.replay()
     timed(loop)
 
@@ -165,6 +165,22 @@ def input_loop(workers):
     timed(loop)
 
 
+def prefetch_to(ptr, size, device, stream):
+    # The driver's cuMemPrefetchAsync_v2 (CUDA 12.2+), called directly: the runtime's
+    # cudaMemPrefetchAsync changed its signature in CUDA 13. device None is the host.
+    import ctypes
+
+    class Location(ctypes.Structure):  # CUmemLocation
+        _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+    host, gpu = 2, 1  # CU_MEM_LOCATION_TYPE_HOST, CU_MEM_LOCATION_TYPE_DEVICE
+    where = Location(host, 0) if device is None else Location(gpu, device)
+    r = ctypes.CDLL("libcuda.so.1").cuMemPrefetchAsync_v2(
+        ctypes.c_uint64(ptr), ctypes.c_size_t(size), where, ctypes.c_uint(0), ctypes.c_void_p(stream))
+    if r != 0:
+        raise RuntimeError(f"cuMemPrefetchAsync_v2 returned {r}")
+
+
 def managed(prefetch):
     # 256 MiB of managed memory: the GPU adds to every element, then the host touches
     # every page. Without prefetching each side faults the pages over.
@@ -179,15 +195,14 @@ def managed(prefetch):
     h = numpy.ctypeslib.as_array(ctypes.cast(mem.ptr, ctypes.POINTER(ctypes.c_float)), (count,))
     h[:] = 1.0
     stream = cupy.cuda.get_current_stream()
-    cpu = cupy.cuda.runtime.cudaCpuDeviceId
 
     def loop():
         for _ in range(20):
             if prefetch:
-                cupy.cuda.runtime.memPrefetchAsync(mem.ptr, count * 4, 0, stream.ptr)
+                prefetch_to(mem.ptr, count * 4, 0, stream.ptr)
             d.__iadd__(1.0)
             if prefetch:
-                cupy.cuda.runtime.memPrefetchAsync(mem.ptr, count * 4, cpu, stream.ptr)
+                prefetch_to(mem.ptr, count * 4, None, stream.ptr)
             stream.synchronize()
             h[::1024] += 1.0
         print(f"sum {float(h[:1024].sum()):.1f}")

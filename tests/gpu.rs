@@ -30,6 +30,15 @@ fn without_nvml_and_cupti_the_dump_says_why() {
 }
 
 #[test]
+fn a_process_without_a_context_opens_neither_source() {
+    // torchrun's agent initialises the driver and creates no context: its dump holds its
+    // calls and no GPU section, so it neither pays for NVML and CUPTI nor shows in them.
+    let run = run("launcher", &[], &[]);
+    assert_eq!(gpu_section(&run), Value::Null);
+    assert_eq!(count(&run.report(), "cuInit"), 1);
+}
+
+#[test]
 fn each_source_can_be_switched_off() {
     let run = run(
         "linked",
@@ -193,6 +202,7 @@ fn nvml_telemetry_and_facts_reach_the_dump_and_the_rules() {
             ("FAKENVML_SM_CLOCK", "1485"),
             ("FAKENVML_REASONS", "0x4"),
             ("FAKENVML_OTHER_PIDS", "4242"),
+            ("FAKENVML_POWER_LIMIT", "500000"),
         ],
     );
     let g = gpu_section(&run);
@@ -216,13 +226,18 @@ fn nvml_telemetry_and_facts_reach_the_dump_and_the_rules() {
     assert_eq!(
         (
             facts["ecc_enabled"].as_bool(),
-            facts["power_limit_mw"].as_u64()
+            facts["power_limit_mw"].as_u64(),
+            facts["default_power_limit_mw"].as_u64()
         ),
-        (Some(true), Some(700_000))
+        (Some(true), Some(500_000), Some(700_000))
     );
     assert_eq!(
         facts["other_processes"],
         serde_json::json!([{"pid": 4242, "used_bytes": 1073741824}])
+    );
+    assert_eq!(
+        facts["nvlink"],
+        serde_json::json!({"active_links": 18, "link_mbytes_per_s": 26562})
     );
     let t = &device["telemetry"];
     let samples = t["samples"].as_u64().unwrap();
@@ -247,7 +262,7 @@ fn nvml_telemetry_and_facts_reach_the_dump_and_the_rules() {
     assert!(finding("clocks-throttled")["summary"]
         .as_str()
         .unwrap()
-        .contains("mean SM clock 25.0 % below its maximum"));
+        .contains("mean SM clock 25.0 % below its maximum; the power limit is lowered to 500 W of the default 700 W"));
     assert_eq!(finding("gpu-shared")["evidence"]["other_processes"], 1);
     let layer = |name: &str| {
         r["layers"]

@@ -43,9 +43,9 @@ fn gpu_sections(run: &Run) -> Vec<bool> {
 }
 
 #[test]
-fn gpu_collection_starts_in_whichever_process_initialised_cuda_first() {
+fn gpu_collection_starts_in_whichever_process_created_a_context_first() {
     // A child forked after its parent started collecting does not collect (CUDA does not
-    // survive fork); a child whose parent never initialised CUDA starts its own.
+    // survive fork); a child whose parent had no context yet starts its own.
     assert_eq!(
         gpu_sections(&run("lifecycle", &["init-parent"], &[])),
         [true, false]

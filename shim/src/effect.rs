@@ -42,9 +42,8 @@ pub enum Effect {
     Release {
         ptr: usize,
     },
-    /// `cuInit` succeeded: GPU-side collection may start.
-    DriverReady,
-    /// A context was created or retained on this CUDA device ordinal.
+    /// A context was created or retained on this CUDA device ordinal: GPU-side collection
+    /// starts with the first.
     UsesDevice(c_int),
 }
 
@@ -86,13 +85,11 @@ impl Effect {
         }
     }
 
-    /// Tells GPU-side collection about the driver coming up and the devices in use.
+    /// Tells GPU-side collection about the devices in use.
     #[inline(always)]
     pub fn notify_gpu(&self) {
-        match *self {
-            Effect::DriverReady => crate::gpu::on_driver_ready(),
-            Effect::UsesDevice(ordinal) => crate::gpu::on_device_used(ordinal),
-            _ => {}
+        if let Effect::UsesDevice(ordinal) = *self {
+            crate::gpu::on_device_used(ordinal);
         }
     }
 

@@ -4,6 +4,8 @@ typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 typedef void *CUstream;
 CUresult cuInit(unsigned flags);
+CUresult cuDevicePrimaryCtxRetain(void **context, int device);
+CUresult cuDeviceGetCount(int *count);
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned smem, CUstream s, void **params, void **extra);
 CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

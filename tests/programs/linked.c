@@ -7,6 +7,8 @@ int main(int argc, char **argv) {
     int launches = argc > 1 ? atoi(argv[1]) : 1000;
     int syncs = argc > 2 ? atoi(argv[2]) : 10;
     if (cuInit(0)) return 1;
+    void *context;
+    if (cuDevicePrimaryCtxRetain(&context, 0)) return 3;
     for (int i = 0; i < launches - 1; i++)
         if (cuLaunchKernel(0, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0)) return 2;
     /* The last launch carries distinct values in every argument, stack ones included, and

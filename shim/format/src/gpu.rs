@@ -59,11 +59,32 @@ pub struct DeviceFacts {
     pub ecc_pending: Option<bool>,
     pub persistence_mode: Option<bool>,
     pub mig_mode: Option<bool>,
+    /// The enforced power limit, and the board's default one.
     pub power_limit_mw: Option<u32>,
+    #[serde(default)]
+    pub default_power_limit_mw: Option<u32>,
     pub max_sm_clock_mhz: Option<u32>,
     pub max_mem_clock_mhz: Option<u32>,
     /// Other processes with a compute context on this GPU when gpuspy started.
     pub other_processes: Vec<GpuProcess>,
+    /// Active NVLink links; None when the GPU has none (or NVML cannot tell).
+    #[serde(default)]
+    pub nvlink: Option<NvLink>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct NvLink {
+    pub active_links: u32,
+    /// The common speed of the active links, one direction, in MB/s (NVML field 90).
+    pub link_mbytes_per_s: Option<u32>,
+}
+
+impl NvLink {
+    /// Peak one-direction bandwidth of all active links together, in bytes per second.
+    pub fn peak_bytes_per_s(&self) -> Option<f64> {
+        let per_link = self.link_mbytes_per_s?;
+        (self.active_links > 0).then(|| f64::from(per_link) * 1e6 * f64::from(self.active_links))
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -197,6 +218,9 @@ pub struct Activity {
     pub late_ns: u64,
     /// Kernel records without timestamps (CUPTI ran out of timing memory).
     pub untimed_records: u64,
+    /// NCCL kernels per collective, complete (not limited to the top kernels).
+    #[serde(default)]
+    pub collectives: Vec<CollectiveKernels>,
 }
 
 impl Activity {
@@ -239,6 +263,31 @@ pub struct KernelStat {
     /// Fewest and most blocks in a grid of this kernel.
     pub min_blocks: u64,
     pub max_blocks: u64,
+}
+
+/// GPU time of one collective's NCCL kernels. The time includes waiting inside the
+/// kernel for the other ranks to arrive.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CollectiveKernels {
+    /// As in the kernel's name and the dump's `nccl.ops`: `AllReduce`, `AllGather`,
+    /// `ReduceScatter`, `Broadcast`, `Reduce`, `SendRecv`; `Generic` for NCCL's
+    /// kernels that serve several collectives.
+    pub op: String,
+    pub calls: u64,
+    pub total_ns: u64,
+}
+
+/// The collective an NCCL kernel serves, from its name (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`,
+/// mangled or not; `ncclKernel_` in NCCL before 2.19).
+pub fn nccl_collective(kernel: &str) -> Option<&str> {
+    let at = ["ncclDevKernel_", "ncclKernel_"]
+        .iter()
+        .find_map(|p| kernel.find(p).map(|i| i + p.len()))?;
+    let rest = &kernel[at..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphanumeric())
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
 }
 
 /// Copies CUPTI saw, per direction and host memory kind.
@@ -297,4 +346,43 @@ pub struct Overhead {
     pub kind: String,
     pub count: u64,
     pub ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nccl_kernels_are_named_by_their_collective() {
+        for (name, op) in [
+            (
+                "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+                Some("AllReduce"),
+            ),
+            (
+                "ncclDevKernel_ReduceScatter_Sum_bf16_RING_SIMPLE(ncclDevKernelArgsStorage<4096ul>)",
+                Some("ReduceScatter"),
+            ),
+            ("ncclDevKernel_Generic_4", Some("Generic")),
+            ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", Some("SendRecv")),
+            ("ncclDevKernel_", None),
+            ("void at::native::vectorized_elementwise_kernel<4>", None),
+        ] {
+            assert_eq!(nccl_collective(name), op, "{name}");
+        }
+    }
+
+    #[test]
+    fn nvlink_peak_is_links_times_the_link_speed() {
+        let l = NvLink {
+            active_links: 18,
+            link_mbytes_per_s: Some(26_562),
+        };
+        assert_eq!(l.peak_bytes_per_s(), Some(18.0 * 26_562e6));
+        let none = NvLink {
+            active_links: 0,
+            link_mbytes_per_s: Some(26_562),
+        };
+        assert_eq!(none.peak_bytes_per_s(), None);
+    }
 }

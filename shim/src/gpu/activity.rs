@@ -10,7 +10,8 @@
 //! capped series, whatever the run's length.
 
 use gpuspy_format::gpu::{
-    Activity, BusySeries, GpuCopy, KernelStat, Overhead, UnifiedMemory, SERIES_POINTS, TOP_KERNELS,
+    nccl_collective, Activity, BusySeries, CollectiveKernels, GpuCopy, KernelStat, Overhead,
+    UnifiedMemory, SERIES_POINTS, TOP_KERNELS,
 };
 use gpuspy_format::hist::{self, Histogram};
 use std::collections::{BTreeMap, HashMap};
@@ -385,6 +386,17 @@ impl DeviceAgg {
                 ..self.other_kernels.clone()
             });
         }
+        let mut collectives: BTreeMap<&str, CollectiveKernels> = BTreeMap::new();
+        for k in self.names.values() {
+            if let Some(op) = nccl_collective(&k.name) {
+                let c = collectives.entry(op).or_insert_with(|| CollectiveKernels {
+                    op: op.to_string(),
+                    ..CollectiveKernels::default()
+                });
+                c.calls += k.calls;
+                c.total_ns += k.total_ns;
+            }
+        }
         let dense = |h: &Option<Box<[u64; hist::BUCKETS]>>| {
             h.as_deref()
                 .map_or_else(|| Histogram(Vec::new()), |d| Histogram::from_dense(d))
@@ -420,6 +432,7 @@ impl DeviceAgg {
             late_records: busy.late_records,
             late_ns: busy.late_ns,
             untimed_records: self.untimed,
+            collectives: collectives.into_values().collect(),
         }
     }
 }
@@ -626,6 +639,41 @@ mod tests {
         agg.add(kernel(10, 10));
         let a = only(&agg);
         assert_eq!((a.untimed_records, a.busy_ns), (1, 0));
+    }
+
+    #[test]
+    fn nccl_kernel_time_is_totalled_per_collective() {
+        let mut agg = Aggregator::new(T0, 0);
+        let names = [
+            c"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+            c"_Z43ncclDevKernel_AllReduce_Sum_f32_RING_SIMPLE24ncclDevKernelArgsStorageILm4096EE",
+            c"_Z42ncclDevKernel_Broadcast_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+            c"_Z6vecAddPfS_S_i",
+        ];
+        for (i, (name, ns)) in names.iter().zip([10, 20, 40, 80]).enumerate() {
+            for call in 0..=i as u64 {
+                let start = T0 + (i as u64 * 10 + call) * 1000;
+                agg.add(Record::Kernel {
+                    device: 0,
+                    start,
+                    end: start + ns,
+                    name: Some(name),
+                    blocks: 2,
+                });
+            }
+        }
+        let got: Vec<(String, u64, u64)> = only(&agg)
+            .collectives
+            .into_iter()
+            .map(|c| (c.op, c.calls, c.total_ns))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("AllReduce".into(), 3, 10 + 2 * 20),
+                ("Broadcast".into(), 3, 3 * 40)
+            ]
+        );
     }
 
     #[test]

@@ -44,10 +44,13 @@ const OUR_KINDS: [u32; 5] = [
 ];
 const FLUSH_FORCED: u32 = 1;
 
-/// 4 MiB buffers (CUPTI recommends 1 to 10 MB), at most 8: 32 MiB of address space at
-/// worst, a few buffers in practice since the gpuspy thread drains them every tick.
-const BUFFER_BYTES: usize = 4 << 20;
-const MAX_BUFFERS: usize = 8;
+/// Many small buffers rather than a few large ones: each flush makes CUPTI set its current
+/// buffer aside until the kernels recorded in it have run, so with a deep launch queue
+/// (1.7 s of bf16 matmuls queued on the H200) one buffer per tick stays out for as long.
+/// Eight 4 MiB buffers ran out there and lost records (bench/results/gpu-2026-11-29-diagnose-4).
+/// 512 KiB holds about 2,000 kernel records; at most 64 MiB of address space.
+const BUFFER_BYTES: usize = 512 << 10;
+const MAX_BUFFERS: usize = 128;
 
 /// The CUPTI entry points gpuspy calls, resolved in the library itself.
 struct Api {

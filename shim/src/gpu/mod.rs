@@ -1,7 +1,8 @@
 //! The GPU's own view: NVML telemetry and CUPTI activity, collected on one gpuspy thread.
 //!
-//! Nothing starts until the process's first successful `cuInit`; then one thread opens
-//! NVML and CUPTI and, every `GPUSPY_NVML_MS` (100 ms), samples NVML for each device the
+//! Nothing starts until the process creates (or retains) its first context, so launchers
+//! that only initialise the driver (torchrun's agent) open neither NVML nor CUPTI. Then
+//! one thread opens NVML and CUPTI and, every `GPUSPY_NVML_MS` (100 ms), samples NVML for each device the
 //! process created a context on and drains CUPTI's completed buffers. At exit an `atexit`
 //! handler (registered after the program's own, so it runs before them, while CUDA and
 //! CUPTI are still up) forces a last flush. Its own driver and NVML calls bypass the
@@ -55,9 +56,8 @@ struct DeviceState {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-/// After the first successful `cuInit` of the process: start the gpuspy thread.
-#[cold]
-pub fn on_driver_ready() {
+/// Starts the gpuspy thread, once per process.
+fn start() {
     if IN_FORKED_CHILD.load(Relaxed) || STARTED.swap(true, AcqRel) {
         return;
     }
@@ -85,6 +85,7 @@ pub fn on_device_used(ordinal: c_int) {
     if (0..64).contains(&ordinal) {
         DEVICES_USED.fetch_or(1 << ordinal, Relaxed);
     }
+    start();
 }
 
 extern "C" fn finish_at_exit() {
@@ -110,7 +111,7 @@ pub fn finish() {
 
 /// A child forked after collection started inherits locks a thread that does not exist
 /// here may hold, and CUDA does not survive fork: it collects nothing. A child forked
-/// before (its parent never initialised CUDA) starts afresh at its own `cuInit`.
+/// before (its parent had no context yet) starts afresh at its own first context.
 pub fn on_fork_child() {
     if STARTED.load(Relaxed) {
         IN_FORKED_CHILD.store(true, Relaxed);

@@ -8,7 +8,8 @@
 
 use crate::doors::lookup;
 use gpuspy_format::gpu::{
-    ClockEvent, DeviceFacts, Gauge, GpuProcess, PcieLink, Telemetry, TelemetrySeries, SERIES_POINTS,
+    ClockEvent, DeviceFacts, Gauge, GpuProcess, NvLink, PcieLink, Telemetry, TelemetrySeries,
+    SERIES_POINTS,
 };
 use std::ffi::{c_char, c_void, CStr};
 
@@ -28,6 +29,11 @@ const NVML_CLOCK_MEM: u32 = 2;
 const NVML_PCIE_TX: u32 = 0;
 const NVML_PCIE_RX: u32 = 1;
 const NVML_FI_DEV_MEMORY_TEMP: u32 = 82;
+const NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: u32 = 90;
+/// Per link (the scope), for GPUs that lack field 90 (the H200 does).
+const NVML_FI_DEV_NVLINK_GET_SPEED: u32 = 164;
+/// NVML_NVLINK_MAX_LINKS in current nvml.h.
+const NVLINK_MAX_LINKS: u32 = 36;
 
 /// Clock-event reason bits (nvmlClocksEventReason*), with the names the dump uses.
 pub const CLOCK_EVENT_REASONS: [(u64, &str); 9] = [
@@ -143,6 +149,51 @@ impl Nvml {
         (r == 0).then_some(v)
     }
 
+    /// One `nvmlDeviceGetFieldValues` field, of the device or of one link (`scope_id`).
+    fn field(&self, dev: Handle, field_id: u32, scope_id: u32) -> Option<f64> {
+        let mut v = FieldValue {
+            field_id,
+            scope_id,
+            timestamp: 0,
+            latency_usec: 0,
+            value_type: 0,
+            nvml_return: u32::MAX,
+            value: 0,
+        };
+        (call!(
+            self,
+            "nvmlDeviceGetFieldValues",
+            fn(Handle, i32, *mut FieldValue),
+            dev,
+            1,
+            &mut v
+        ) == 0
+            && v.nvml_return == 0)
+            .then(|| field_as_f64(&v))
+    }
+
+    /// Active NVLink links and their common speed; None for a GPU without NVLink.
+    fn nvlink(&self, dev: Handle) -> Option<NvLink> {
+        // A link index past the GPU's last returns an error, as does every index on a GPU
+        // without NVLink.
+        let active: Vec<u32> = (0..NVLINK_MAX_LINKS)
+            .map_while(|link| {
+                self.device_u32_of(dev, "nvmlDeviceGetNvLinkState", link)
+                    .map(|state| (link, state))
+            })
+            .filter(|&(_, state)| state != 0)
+            .map(|(link, _)| link)
+            .collect();
+        let &first = active.first()?;
+        Some(NvLink {
+            active_links: active.len() as u32,
+            link_mbytes_per_s: self
+                .field(dev, NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON, 0)
+                .or_else(|| self.field(dev, NVML_FI_DEV_NVLINK_GET_SPEED, first))
+                .map(|v| v as u32),
+        })
+    }
+
     fn symbol_named(&self, name: &'static str) -> Option<*mut c_void> {
         let name = std::ffi::CString::new(name).ok()?;
         let f = lookup(self.lib, &name);
@@ -237,9 +288,12 @@ impl Nvml {
                 .map(|m| m != 0),
             mig_mode,
             power_limit_mw: self.device_u32(dev, "nvmlDeviceGetEnforcedPowerLimit"),
+            default_power_limit_mw: self
+                .device_u32(dev, "nvmlDeviceGetPowerManagementDefaultLimit"),
             max_sm_clock_mhz: self.device_u32_of(dev, "nvmlDeviceGetMaxClockInfo", NVML_CLOCK_SM),
             max_mem_clock_mhz: self.device_u32_of(dev, "nvmlDeviceGetMaxClockInfo", NVML_CLOCK_MEM),
             other_processes: self.other_processes(dev, own_pid),
+            nvlink: self.nvlink(dev),
         }
     }
 
@@ -294,25 +348,6 @@ impl Nvml {
             util.as_mut_ptr()
         ) == 0)
             .then_some(util);
-        let mut temp = FieldValue {
-            field_id: NVML_FI_DEV_MEMORY_TEMP,
-            scope_id: 0,
-            timestamp: 0,
-            latency_usec: 0,
-            value_type: 0,
-            nvml_return: u32::MAX,
-            value: 0,
-        };
-        let mem_temp = (call!(
-            self,
-            "nvmlDeviceGetFieldValues",
-            fn(Handle, i32, *mut FieldValue),
-            dev,
-            1,
-            &mut temp
-        ) == 0
-            && temp.nvml_return == 0)
-            .then(|| field_as_f64(&temp));
         let mut reasons = 0u64;
         let mut r = call!(
             self,
@@ -359,7 +394,7 @@ impl Nvml {
             gpu_temp_c: self
                 .device_u32_of(dev, "nvmlDeviceGetTemperature", 0)
                 .map(f64::from),
-            mem_temp_c: mem_temp,
+            mem_temp_c: self.field(dev, NVML_FI_DEV_MEMORY_TEMP, 0),
             pcie_tx_kib_per_s: throughput(NVML_PCIE_TX),
             pcie_rx_kib_per_s: throughput(NVML_PCIE_RX),
             clock_event_reasons: (r == 0).then_some(reasons),

@@ -2,7 +2,9 @@
 //! makes, about one H200 on PCI bus 0000:19:00.0. Knobs, read at each call:
 //! `FAKENVML_SM_CLOCK` (MHz, default 1980), `FAKENVML_REASONS` (clock-event reason bits,
 //! hex, default 0), `FAKENVML_OTHER_PIDS` (comma-separated pids of other compute
-//! processes), `FAKENVML_PCIE_GEN` (current link generation, default 5).
+//! processes), `FAKENVML_PCIE_GEN` (current link generation, default 5), `FAKENVML_NVLINKS`
+//! (active NVLink links, default 18; 0 for a GPU without NVLink), `FAKENVML_POWER_LIMIT`
+//! (enforced power limit in mW, default 700000, the default limit).
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -10,6 +12,8 @@ use std::ffi::{c_char, c_void, CStr};
 
 type Ret = u32;
 const SUCCESS: Ret = 0;
+const INVALID_ARGUMENT: Ret = 2;
+const NOT_SUPPORTED: Ret = 3;
 const NOT_FOUND: Ret = 6;
 const INSUFFICIENT_SIZE: Ret = 7;
 
@@ -86,7 +90,8 @@ value! {
     nvmlDeviceGetCurrPcieLinkWidth => 16;
     nvmlDeviceGetMaxPcieLinkWidth => 16;
     nvmlDeviceGetPersistenceMode => 1;
-    nvmlDeviceGetEnforcedPowerLimit => 700_000;
+    nvmlDeviceGetEnforcedPowerLimit => knob("FAKENVML_POWER_LIMIT").and_then(|v| v.parse().ok()).unwrap_or(700_000);
+    nvmlDeviceGetPowerManagementDefaultLimit => 700_000;
     nvmlDeviceGetPowerUsage => 300_000;
 }
 
@@ -201,13 +206,37 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
 ) -> Ret {
     for i in 0..count.max(0) as usize {
         let v = &mut *values.add(i);
-        (v.value_type, v.nvml_return, v.value) = if v.field_id == 82 {
-            (1, SUCCESS, 45)
-        } else {
-            (0, NOT_FOUND, 0)
+        (v.value_type, v.nvml_return, v.value) = match v.field_id {
+            82 => (1, SUCCESS, 45),
+            // Like the H200: no common speed (field 90), a speed per link (164).
+            164 if v.scope_id < nvlinks() => (1, SUCCESS, 26_562),
+            _ => (0, NOT_FOUND, 0),
         };
     }
     SUCCESS
+}
+
+fn nvlinks() -> u32 {
+    knob("FAKENVML_NVLINKS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(18)
+}
+
+/// Links past the last answer INVALID_ARGUMENT, as NVML's do.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetNvLinkState(
+    _d: *mut c_void,
+    link: u32,
+    out: *mut u32,
+) -> Ret {
+    match nvlinks() {
+        0 => NOT_SUPPORTED,
+        n if link >= n => INVALID_ARGUMENT,
+        _ => {
+            *out = 1;
+            SUCCESS
+        }
+    }
 }
 
 /// `nvmlProcessInfo_t` (v2/v3 layout).
