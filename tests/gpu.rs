@@ -30,9 +30,9 @@ fn without_nvml_and_cupti_the_dump_says_why() {
 }
 
 #[test]
-fn a_process_without_a_context_opens_neither_source() {
+fn a_process_without_a_context_has_no_gpu_section() {
     // torchrun's agent initialises the driver and creates no context: its dump holds its
-    // calls and no GPU section, so it neither pays for NVML and CUPTI nor shows in them.
+    // calls and no GPU section (it never opens NVML), so it does not show in the GPU view.
     let run = run("launcher", &[], &[]);
     assert_eq!(gpu_section(&run), Value::Null);
     assert_eq!(count(&run.report(), "cuInit"), 1);

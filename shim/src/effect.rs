@@ -42,8 +42,9 @@ pub enum Effect {
     Release {
         ptr: usize,
     },
-    /// A context was created or retained on this CUDA device ordinal: GPU-side collection
-    /// starts with the first.
+    /// `cuInit` succeeded: GPU-side collection starts.
+    DriverReady,
+    /// A context was created or retained on this CUDA device ordinal.
     UsesDevice(c_int),
 }
 
@@ -85,11 +86,13 @@ impl Effect {
         }
     }
 
-    /// Tells GPU-side collection about the devices in use.
+    /// Tells GPU-side collection about the driver coming up and the devices in use.
     #[inline(always)]
     pub fn notify_gpu(&self) {
-        if let Effect::UsesDevice(ordinal) = *self {
-            crate::gpu::on_device_used(ordinal);
+        match *self {
+            Effect::DriverReady => crate::gpu::on_driver_ready(),
+            Effect::UsesDevice(ordinal) => crate::gpu::on_device_used(ordinal),
+            _ => {}
         }
     }
 

@@ -88,7 +88,7 @@ macro_rules! hooks {
 hooks! {
 generated {
     // Init, contexts.
-    cuInit(flags: c_uint) => Effect::None;
+    cuInit(flags: c_uint) => Effect::DriverReady;
     cuCtxCreate(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::UsesDevice(dev);
     cuCtxCreate_v2(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::UsesDevice(dev);
     cuCtxCreate_v3(pctx: Ptr, params: Ptr, n: c_int, flags: c_uint, dev: c_int) => Effect::UsesDevice(dev);

@@ -1,8 +1,11 @@
 //! The GPU's own view: NVML telemetry and CUPTI activity, collected on one gpuspy thread.
 //!
-//! Nothing starts until the process creates (or retains) its first context, so launchers
-//! that only initialise the driver (torchrun's agent) open neither NVML nor CUPTI. Then
-//! one thread opens NVML and CUPTI and, every `GPUSPY_NVML_MS` (100 ms), samples NVML for each device the
+//! The process's first successful `cuInit` starts one thread, which opens CUPTI while
+//! `cuInit` waits (at most 1 s): CUPTI must be enabled before the first context exists, or
+//! unified-memory counters stay at zero and the first kernels go unrecorded (both seen on
+//! the H200 when collection started at the first context instead). NVML opens at the
+//! first context, so a launcher that only initialises the driver (torchrun's agent) never
+//! opens it and its dump has no GPU section. Then the thread, every `GPUSPY_NVML_MS` (100 ms), samples NVML for each device the
 //! process created a context on and drains CUPTI's completed buffers. At exit an `atexit`
 //! handler (registered after the program's own, so it runs before them, while CUDA and
 //! CUPTI are still up) forces a last flush. Its own driver and NVML calls bypass the
@@ -27,8 +30,10 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 /// finish it for us when it calls `_exit`.
 static STARTED_PID: AtomicU32 = AtomicU32::new(0);
 static FINISHED: AtomicBool = AtomicBool::new(false);
-/// The gpuspy thread has opened (or failed to open) NVML and CUPTI.
+/// The gpuspy thread has opened (or failed to open) NVML and CUPTI, at the first context.
 static SOURCES_OPEN: AtomicBool = AtomicBool::new(false);
+/// The gpuspy thread has tried to start CUPTI (what came of it is in the status).
+static CUPTI_TRIED: AtomicBool = AtomicBool::new(false);
 static IN_FORKED_CHILD: AtomicBool = AtomicBool::new(false);
 /// CUDA ordinals (below 64) the process created or retained a context on.
 static DEVICES_USED: AtomicU64 = AtomicU64::new(0);
@@ -56,8 +61,11 @@ struct DeviceState {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-/// Starts the gpuspy thread, once per process.
-fn start() {
+/// After the first successful `cuInit` of the process: starts the gpuspy thread and waits
+/// (at most 1 s) until it has tried CUPTI, so that no context predates the subscription.
+/// The wait comes after the call's time was recorded: it is not charged to `cuInit`.
+#[cold]
+pub fn on_driver_ready() {
     if IN_FORKED_CHILD.load(Relaxed) || STARTED.swap(true, AcqRel) {
         return;
     }
@@ -77,6 +85,15 @@ fn start() {
     }
     // SAFETY: registering a plain extern "C" fn.
     unsafe { libc::atexit(finish_at_exit) };
+    wait_for(&CUPTI_TRIED);
+}
+
+/// Waits at most 1 s for `flag`.
+fn wait_for(flag: &AtomicBool) {
+    let deadline = clock::monotonic_ns() + 1_000_000_000;
+    while !flag.load(Acquire) && clock::monotonic_ns() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// A context was created or retained on CUDA device `ordinal`.
@@ -85,25 +102,23 @@ pub fn on_device_used(ordinal: c_int) {
     if (0..64).contains(&ordinal) {
         DEVICES_USED.fetch_or(1 << ordinal, Relaxed);
     }
-    start();
 }
 
 extern "C" fn finish_at_exit() {
     finish();
 }
 
-/// The last collection: forced CUPTI flush. Later calls do nothing. A process that ends
-/// while the gpuspy thread is still opening NVML and CUPTI waits for it (at most 1 s), so
-/// that the dump says what happened.
+/// The last collection: forced CUPTI flush. Later calls do nothing. A process that used a
+/// device and ends while the gpuspy thread is still opening NVML waits for it (at most
+/// 1 s), so that the dump says what happened.
 pub fn finish() {
     if STARTED.load(Acquire)
         && !IN_FORKED_CHILD.load(Relaxed)
         && STARTED_PID.load(Acquire) == own_pid()
         && !FINISHED.swap(true, AcqRel)
     {
-        let deadline = clock::monotonic_ns() + 1_000_000_000;
-        while !SOURCES_OPEN.load(Acquire) && clock::monotonic_ns() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
+        if DEVICES_USED.load(Relaxed) != 0 {
+            wait_for(&SOURCES_OPEN);
         }
         cupti::collect(true, 0);
     }
@@ -111,7 +126,7 @@ pub fn finish() {
 
 /// A child forked after collection started inherits locks a thread that does not exist
 /// here may hold, and CUDA does not survive fork: it collects nothing. A child forked
-/// before (its parent had no context yet) starts afresh at its own first context.
+/// before (its parent never initialised CUDA) starts afresh at its own `cuInit`.
 pub fn on_fork_child() {
     if STARTED.load(Relaxed) {
         IN_FORKED_CHILD.store(true, Relaxed);
@@ -159,6 +174,14 @@ fn run() {
     } else {
         Err("off (GPUSPY_CUPTI=0)".to_string())
     };
+    set_status(|s| s.cupti = status(cupti));
+    CUPTI_TRIED.store(true, Release);
+    while DEVICES_USED.load(Relaxed) == 0 {
+        if FINISHED.load(Acquire) {
+            return;
+        }
+        std::thread::sleep(settings.interval);
+    }
     // A program whose own CUPTI client (torch.profiler started before the first CUDA call)
     // was already active hung in its first cuBLAS call on the H200 in both runs where
     // gpuspy had opened NVML, and not in the run where it had not
@@ -176,8 +199,7 @@ fn run() {
             nvml.as_ref()
                 .map(|_| "libnvidia-ml.so.1".to_string())
                 .map_err(String::clone),
-        );
-        s.cupti = status(cupti.clone());
+        )
     });
     SOURCES_OPEN.store(true, Release);
     let nvml = nvml.ok();
@@ -328,7 +350,7 @@ fn sample(nvml: &Nvml, handles: &BTreeMap<u32, usize>, pid: u32, with_processes:
 
 /// The GPU section of a dump; None when collection never started in this process.
 pub fn snapshot() -> Option<Gpu> {
-    if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
+    if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) || DEVICES_USED.load(Relaxed) == 0 {
         return None;
     }
     let (activity, unified_memory, cupti_overhead) = match cupti::AGGREGATOR.lock() {
