@@ -6,6 +6,7 @@ mod cmd_diff;
 mod cmd_explain;
 mod cmd_report;
 mod cmd_run;
+mod collectives;
 mod diagnose;
 mod profile;
 mod render_json;

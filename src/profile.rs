@@ -122,6 +122,7 @@ pub struct ProcessInfo {
     pub wall_ns: u64,
     /// From the first driver call to the dump: the part of the run that used the GPU.
     pub active_ns: u64,
+    pub first_call_unix_ns: u64,
     pub driver_ns: u64,
     pub calls: u64,
     pub threads: u32,
@@ -145,6 +146,8 @@ pub struct ProcessInfo {
 #[derive(Debug, Default, Clone)]
 pub struct CommunicatorView {
     pub bytes: u64,
+    /// Its size, as its members reported it.
+    pub nranks: u32,
     /// Per member process (`rank N`, or `pid N` outside a launcher): operations issued.
     pub members: Vec<(String, u64)>,
 }
@@ -177,6 +180,24 @@ impl ProcessInfo {
     /// The share of its steady-state time the process spent waiting for the GPU.
     pub fn wait_share(&self) -> f64 {
         self.blocked_ns as f64 / self.steady_ns.max(1) as f64
+    }
+
+    /// GPU time of this process's NCCL kernels (CUPTI), None without CUPTI activity.
+    pub fn nccl_kernel_ns(&self) -> Option<u64> {
+        let activities: Vec<&Activity> = self
+            .gpu
+            .as_deref()?
+            .devices
+            .iter()
+            .filter_map(|d| d.activity.as_ref())
+            .collect();
+        (!activities.is_empty()).then(|| {
+            activities
+                .iter()
+                .flat_map(|a| &a.collectives)
+                .map(|c| c.total_ns)
+                .sum()
+        })
     }
 }
 
@@ -211,10 +232,11 @@ impl Profile {
 
     fn from_dump(path: &Path, d: &Dump) -> Profile {
         let mut p = Profile::default();
-        let active_ns = d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
+        let first_call_unix_ns = match d.first_call_unix_ns {
             0 => d.start_unix_ns,
             first => first,
-        });
+        };
+        let active_ns = d.stop_unix_ns.saturating_sub(first_call_unix_ns);
         p.processes.push(ProcessInfo {
             path: path.to_path_buf(),
             pid: d.process.pid,
@@ -223,6 +245,7 @@ impl Profile {
             cmdline: d.process.cmdline.clone(),
             wall_ns: d.stop_unix_ns.saturating_sub(d.start_unix_ns),
             active_ns,
+            first_call_unix_ns,
             driver_ns: d.driver_ns,
             calls: d.apis.iter().map(|a| a.calls).sum(),
             threads: d.threads,
@@ -269,6 +292,7 @@ impl Profile {
             for c in &n.communicators {
                 let mine = p.communicators.entry(c.key.clone()).or_default();
                 mine.bytes += c.bytes;
+                mine.nranks = mine.nranks.max(u32::try_from(c.nranks).unwrap_or(0));
                 mine.members.push((member.clone(), c.operations));
             }
         }
@@ -399,6 +423,7 @@ impl Profile {
         for (key, c) in &other.communicators {
             let mine = self.communicators.entry(key.clone()).or_default();
             mine.bytes += c.bytes;
+            mine.nranks = mine.nranks.max(c.nranks);
             mine.members.extend(c.members.iter().cloned());
         }
     }
@@ -479,7 +504,7 @@ pub struct Imbalance {
     pub rank: u32,
 }
 
-/// API families whose time is start-up cost rather than steady-state work.
+/// API families whose time is start-up (or tear-down) cost rather than steady-state work.
 pub const STARTUP_APIS: &[&str] = &[
     "cuInit",
     "cuCtxCreate",
@@ -494,6 +519,12 @@ pub const STARTUP_APIS: &[&str] = &[
     "cuLinkAddData",
     "cuLinkAddFile",
     "cuLinkComplete",
+    // NCCL communicators: setting one up took 0.4 s per rank on the H200 DDP run.
+    "ncclCommInitRank",
+    "ncclCommInitRankConfig",
+    "ncclCommSplit",
+    "ncclCommDestroy",
+    "ncclCommAbort",
 ];
 
 /// Kernel launch APIs (graph launches are counted apart).
@@ -509,8 +540,8 @@ mod tests {
 
     fn view(members: &[(&str, u64)]) -> CommunicatorView {
         CommunicatorView {
-            bytes: 0,
             members: members.iter().map(|&(m, n)| (m.to_string(), n)).collect(),
+            ..CommunicatorView::default()
         }
     }
 

@@ -1,5 +1,6 @@
 //! `gpuspy report --json`: exactly one JSON object. Schema: docs/report-json.md.
 
+use crate::collectives::{collectives, link_peak};
 use crate::diagnose::Diagnosis;
 use crate::profile::{Latency, Profile};
 use serde_json::{json, Value};
@@ -99,6 +100,12 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
             "ops": p.nccl_ops.iter().map(|((op, dt), (calls, bytes))| {
                 json!({"op": op, "datatype": dt, "calls": calls, "bytes": bytes})
             }).collect::<Vec<_>>(),
+            "collectives": collectives(p).iter().map(|c| json!({
+                "op": c.op, "kernels": c.kernels, "kernel_ns": c.kernel_ns,
+                "least_rank_kernel_ns": c.least_rank_kernel_ns, "bytes": c.bytes,
+                "ranks": c.ranks, "algbw_bytes_per_s": c.algbw, "busbw_bytes_per_s": c.busbw,
+            })).collect::<Vec<_>>(),
+            "link_peak": link_peak(p).map(|(bytes_per_s, link)| json!({"link": link, "bytes_per_s": bytes_per_s})),
             "communicators": p.communicators.iter().map(|(key, c)| {
                 let disagreement = c.disagreement().map(|(common, odd)| json!({
                     "common_operations": common,

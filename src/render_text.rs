@@ -1,5 +1,6 @@
 //! `gpuspy report`: the human-readable tables.
 
+use crate::collectives::{collectives, link_peak, Collective};
 use crate::diagnose::{Diagnosis, Severity};
 use crate::profile::{Latency, Profile};
 use std::fmt::Write;
@@ -316,9 +317,9 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
             gaps
         );
         for c in &a.copies {
-            let rate = c
+            let at = c
                 .bytes_per_s()
-                .map_or_else(String::new, |r| format!(" at {:.1} GB/s", r / 1e9));
+                .map_or_else(String::new, |r| format!(" at {}", rate(r)));
             let _ = writeln!(
                 out,
                 "      copies {} {}: {} x, {}{}",
@@ -326,7 +327,7 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
                 c.memory,
                 c.count,
                 bytes(c.bytes),
-                rate
+                at
             );
         }
         if a.late_records + a.untimed_records > 0 {
@@ -532,6 +533,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         for ((op, dt), (calls, n)) in &p.nccl_ops {
             let _ = writeln!(out, "  {op:<14} {dt:<10} {calls:>10} {:>12}", bytes(*n));
         }
+        collectives_table(&mut out, p);
         for (key, c) in &p.communicators {
             if let Some((common, odd)) = c.disagreement() {
                 let odd: Vec<String> = odd.iter().map(|(m, n)| format!("{m} issued {n}")).collect();
@@ -568,6 +570,56 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         );
     }
     out
+}
+
+/// NCCL kernel time per collective and the bandwidths it gives, when CUPTI measured it.
+fn collectives_table(out: &mut String, p: &Profile) {
+    let timed: Vec<Collective> = collectives(p)
+        .into_iter()
+        .filter(|c| c.kernel_ns > 0)
+        .collect();
+    if timed.is_empty() {
+        return;
+    }
+    let peak = link_peak(p);
+    let _ = writeln!(
+        out,
+        "\n  On the GPU (CUPTI). A kernel's time includes its wait for the other ranks; the bandwidths use the rank that waited least."
+    );
+    let _ = writeln!(
+        out,
+        "  {:<14} {:>8} {:>10} {:>12} {:>12} {:>12}  {}",
+        "op",
+        "kernels",
+        "GPU time",
+        "least rank",
+        "algbw",
+        "busbw",
+        peak.map_or_else(String::new, |(bps, link)| format!(
+            "of the {link} peak ({})",
+            rate(bps)
+        ))
+    );
+    for c in &timed {
+        let of_peak = match (c.busbw, peak) {
+            (Some(bus), Some((bps, _))) => format!("{:.1} %", bus / bps * 100.0),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<14} {:>8} {:>10} {:>12} {:>12} {:>12}  {of_peak}",
+            c.op,
+            c.kernels,
+            duration(c.kernel_ns),
+            duration(c.least_rank_kernel_ns),
+            c.algbw.map_or_else(|| "-".into(), rate),
+            c.busbw.map_or_else(|| "-".into(), rate),
+        );
+    }
+}
+
+fn rate(bytes_per_s: f64) -> String {
+    format!("{:.1} GB/s", bytes_per_s / 1e9)
 }
 
 #[cfg(test)]

@@ -241,3 +241,65 @@ fn nccl_reached_through_dlopen_and_dlsym_is_counted_too() {
     assert_eq!(op(&n, "AllReduce", "float32"), (100, 409_600));
     assert_eq!(n["communicators"].as_array().unwrap().len(), 2);
 }
+
+fn h200_ddp(run: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/h200-ddp-{run}"))
+}
+
+#[test]
+fn the_slow_rank_of_a_ddp_run_on_two_h200s_is_named_from_its_nccl_kernels() {
+    // bench/multi/ddp.sh (bench/results/gpu-2026-11-29-ddp-3): rank 1 sleeps 20 ms per
+    // step before its batch; rank 0's all-reduce kernels wait for it.
+    let slow = report_json(&[&h200_ddp("slow")]);
+    let straggler = slow["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "rank-straggler")
+        .unwrap_or_else(|| panic!("no rank-straggler in {}", slow["findings"]));
+    assert_eq!(straggler["evidence"]["rank"], 1);
+    assert_eq!(straggler["evidence"]["measured_on"], "gpu");
+    assert_eq!(straggler["heuristic"], false);
+    // 1 + 8 x 199 all-reduces per rank (DDP's buckets), 100 GiB each.
+    let ops = &slow["nccl"]["ops"];
+    let all_reduce = ops
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == "AllReduce")
+        .unwrap();
+    assert_eq!(
+        (all_reduce["calls"].as_u64(), all_reduce["bytes"].as_u64()),
+        (Some(2 * 1593), Some(2 * 107_374_182_400))
+    );
+    let c = slow["nccl"]["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["op"] == "AllReduce")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (c["kernels"].as_u64(), c["ranks"].as_u64()),
+        (Some(3186), Some(2))
+    );
+    // Bus bandwidth from the rank that waited least, against 18 NVLink links of 26.562 GB/s.
+    let busbw = c["busbw_bytes_per_s"].as_f64().unwrap();
+    assert!((busbw / 1e9 - 243.4).abs() < 0.1, "{busbw}");
+    assert_eq!(slow["nccl"]["link_peak"]["link"], "NVLink");
+    assert_eq!(slow["nccl"]["link_peak"]["bytes_per_s"], 18.0 * 26_562e6);
+    // torchrun's agent made driver calls but no context: no GPU section.
+    assert_eq!(slow["processes"].as_array().unwrap().len(), 3);
+    assert_eq!(slow["gpu"].as_array().unwrap().len(), 2);
+
+    let even = report_json(&[&h200_ddp("even")]);
+    assert!(
+        even["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["id"] != "rank-straggler"),
+        "{}",
+        even["findings"]
+    );
+}

@@ -41,6 +41,33 @@ pub fn long_gap_ns(p: &Profile) -> u64 {
         .sum()
 }
 
+/// Start-up time (module loading, NCCL communicator set-up) the GPU's activity span can
+/// hold: each process's start-up calls less the time from its first driver call to its
+/// first GPU activity, where start-up usually happens (cuInit, the context). A lower bound:
+/// call times are not recorded, only their totals.
+pub fn startup_within_activity_ns(p: &Profile) -> u64 {
+    p.processes
+        .iter()
+        .filter_map(|x| {
+            let first = x
+                .gpu
+                .as_ref()?
+                .devices
+                .iter()
+                .filter_map(|d| d.activity.as_ref())
+                .map(|a| a.first_unix_ns)
+                .filter(|&t| t > 0)
+                .min()?;
+            let before = first.saturating_sub(x.first_call_unix_ns);
+            Some(
+                x.active_ns
+                    .saturating_sub(x.steady_ns)
+                    .saturating_sub(before),
+            )
+        })
+        .sum()
+}
+
 /// The most a host-side unified-memory page fault is taken to cost: a fault on managed
 /// memory that lives on the GPU migrates 64 KiB to 2 MiB back. On the H200, 16,100 CPU
 /// faults went with 1.8 s of long GPU idle gaps, about 110 us each.

@@ -22,9 +22,11 @@ impl Rule for InputStarved {
 Evidence (CUPTI activity and host-side timing): GPU idle gaps of 1 ms or more between
 stretches of activity, against the activity span, while the host spent less than half
 its steady time inside driver calls (so it was neither launching nor waiting on the
-GPU). Impact: the time in those long gaps over the span, less the part the host's
-unified-memory page faults can explain (up to 200 us each), which `um-fault-heavy`
-claims: that host was faulting pages in, not loading data.
+GPU). Impact: the time in those long gaps over the span, less the start-up calls the span
+can hold (module loading, NCCL communicator set-up after the first kernel: the GPU waits
+for those, not for data), and less the part the host's unified-memory page faults can explain (up to
+200 us each), which `um-fault-heavy` claims: that host was faulting pages in, not
+loading data.
 
 Fix: `DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=...)`, pinned
 memory, prefetch to the GPU on a side stream, decode on the GPU, and cache preprocessed data."
@@ -42,8 +44,11 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
         if !any {
             return Outcome::NoData(NO_ACTIVITY);
         }
-        // Gaps the host's unified-memory faults explain belong to um-fault-heavy.
-        let gap_ns = gap_ns.saturating_sub(um_host_wait_ns(p));
+        // Gaps the host's unified-memory faults explain belong to um-fault-heavy; gaps
+        // while it was in start-up calls are start-up.
+        let gap_ns = gap_ns
+            .saturating_sub(um_host_wait_ns(p))
+            .saturating_sub(startup_within_activity_ns(p));
         let driver: u64 = p.processes.iter().map(|x| x.driver_ns).sum();
         let steady: u64 = p.processes.iter().map(|x| x.steady_ns).sum();
         let in_driver = share(driver, steady);
@@ -94,5 +99,19 @@ mod tests {
             check(&InputStarved, gpu(h200(), None, Some(short))),
             Outcome::Clear
         ));
+    }
+
+    #[test]
+    fn start_up_after_the_first_kernel_is_not_starvation() {
+        // 2.5 s of start-up calls, of which 0.5 s ran before the first kernel (which came
+        // 0.5 s after the first driver call): 2 s of the long gaps are start-up.
+        let mut a = activity(4.0);
+        a.gap_hist = gaps(100, 50_000_000);
+        let mut p = run(10.0).gpu(gpu(h200(), None, Some(a))).build();
+        let x = &mut p.processes[0];
+        x.first_call_unix_ns = T0 - S / 2;
+        x.steady_ns = x.active_ns - 5 * S / 2;
+        let f = found(InputStarved.check(&p));
+        assert!((f.impact - 0.3).abs() < 0.04, "{}", f.impact);
     }
 }

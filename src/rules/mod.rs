@@ -5,7 +5,7 @@ mod alloc_churn;
 mod clocks_throttled;
 mod comm_bound;
 mod ecc;
-mod gpu_data;
+pub(crate) mod gpu_data;
 mod gpu_shared;
 mod h2d_bound;
 mod input_starved;

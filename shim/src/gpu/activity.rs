@@ -266,6 +266,13 @@ impl Transfers {
     }
 }
 
+/// One kernel name's totals, and the NCCL collective it serves, if any.
+#[derive(Default)]
+struct NamedKernel {
+    stat: KernelStat,
+    collective: Option<String>,
+}
+
 #[derive(Default)]
 struct DeviceAgg {
     sm_count: Option<u32>,
@@ -278,8 +285,8 @@ struct DeviceAgg {
     kernel_ns: u64,
     kernel_hist: Option<Box<[u64; hist::BUCKETS]>>,
     small_grid: (u64, u64),
-    names: HashMap<usize, KernelStat>,
-    other_kernels: KernelStat,
+    names: HashMap<usize, NamedKernel>,
+    other_kernels: NamedKernel,
     /// Per (copy kind, memory kind).
     copies: BTreeMap<(u8, &'static str), Transfers>,
     memsets: Transfers,
@@ -301,24 +308,31 @@ impl DeviceAgg {
         self.kernel_ns += ns;
         self.kernel_hist
             .get_or_insert_with(|| Box::new([0; hist::BUCKETS]))[hist::bucket_index(ns)] += 1;
-        if self.sm_count.is_some_and(|sms| blocks < u64::from(sms)) {
+        let key = name.map_or(0, |n| n.as_ptr() as usize);
+        let room = self.names.len() < MAX_KERNEL_NAMES;
+        let named = match self.names.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) if room => {
+                let name = name.map_or_else(
+                    || "(unnamed)".to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                e.insert(NamedKernel {
+                    collective: nccl_collective(&name).map(str::to_string),
+                    stat: KernelStat {
+                        name,
+                        ..KernelStat::default()
+                    },
+                })
+            }
+            std::collections::hash_map::Entry::Vacant(_) => &mut self.other_kernels,
+        };
+        // NCCL runs one block per channel by design: not a grid too small for the GPU.
+        if named.collective.is_none() && self.sm_count.is_some_and(|sms| blocks < u64::from(sms)) {
             self.small_grid.0 += 1;
             self.small_grid.1 += ns;
         }
-        let key = name.map_or(0, |n| n.as_ptr() as usize);
-        let room = self.names.len() < MAX_KERNEL_NAMES;
-        let stat = match self.names.entry(key) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) if room => e.insert(KernelStat {
-                name: name.map_or_else(
-                    || "(unnamed)".to_string(),
-                    |n| n.to_string_lossy().into_owned(),
-                ),
-                min_blocks: blocks,
-                ..KernelStat::default()
-            }),
-            std::collections::hash_map::Entry::Vacant(_) => &mut self.other_kernels,
-        };
+        let stat = &mut named.stat;
         stat.calls += 1;
         stat.total_ns += ns;
         stat.max_ns = stat.max_ns.max(ns);
@@ -370,7 +384,7 @@ impl DeviceAgg {
         }
         busy.close();
         active.close();
-        let mut top: Vec<&KernelStat> = self.names.values().collect();
+        let mut top: Vec<&KernelStat> = self.names.values().map(|n| &n.stat).collect();
         top.sort_unstable_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
         let mut top_kernels: Vec<KernelStat> = top
             .into_iter()
@@ -380,21 +394,21 @@ impl DeviceAgg {
                 ..k.clone()
             })
             .collect();
-        if self.other_kernels.calls > 0 {
+        if self.other_kernels.stat.calls > 0 {
             top_kernels.push(KernelStat {
                 name: "(other kernels)".into(),
-                ..self.other_kernels.clone()
+                ..self.other_kernels.stat.clone()
             });
         }
         let mut collectives: BTreeMap<&str, CollectiveKernels> = BTreeMap::new();
         for k in self.names.values() {
-            if let Some(op) = nccl_collective(&k.name) {
+            if let Some(op) = &k.collective {
                 let c = collectives.entry(op).or_insert_with(|| CollectiveKernels {
-                    op: op.to_string(),
+                    op: op.clone(),
                     ..CollectiveKernels::default()
                 });
-                c.calls += k.calls;
-                c.total_ns += k.total_ns;
+                c.calls += k.stat.calls;
+                c.total_ns += k.stat.total_ns;
             }
         }
         let dense = |h: &Option<Box<[u64; hist::BUCKETS]>>| {
@@ -642,8 +656,9 @@ mod tests {
     }
 
     #[test]
-    fn nccl_kernel_time_is_totalled_per_collective() {
+    fn nccl_kernel_time_is_totalled_per_collective_and_not_a_small_grid() {
         let mut agg = Aggregator::new(T0, 0);
+        agg.set_sm_count(0, 132);
         let names = [
             c"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
             c"_Z43ncclDevKernel_AllReduce_Sum_f32_RING_SIMPLE24ncclDevKernelArgsStorageILm4096EE",
@@ -662,7 +677,10 @@ mod tests {
                 });
             }
         }
-        let got: Vec<(String, u64, u64)> = only(&agg)
+        let a = only(&agg);
+        // Only vecAdd's 4 two-block grids count as small.
+        assert_eq!((a.small_grid_kernels, a.small_grid_ns), (4, 4 * 80));
+        let got: Vec<(String, u64, u64)> = a
             .collectives
             .into_iter()
             .map(|c| (c.op, c.calls, c.total_ns))
