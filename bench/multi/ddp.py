@@ -1,6 +1,6 @@
 """A small DDP training job for gpuspy's multi-rank checks, one process per GPU:
 
-    torchrun --standalone --nproc-per-node 2 bench/multi/ddp.py --steps 200 [--slow-rank 1 --delay-ms 20]
+    torchrun --standalone --nproc-per-node 2 bench/multi/ddp.py --steps 200 [--slow-rank 1 --delay-ms 20] [--batch 8]
 
 Eight bias-free 4096x4096 fp32 layers (512 MiB of gradients). DDP's first step reduces
 them in the buckets it built at construction (one, on the H200 run); it then rebuilds them
@@ -19,12 +19,13 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-LAYERS, WIDTH, BATCH = 8, 4096, 256
+LAYERS, WIDTH = 8, 4096
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=200)
 parser.add_argument("--slow-rank", type=int, default=1)
 parser.add_argument("--delay-ms", type=float, default=0.0)
+parser.add_argument("--batch", type=int, default=256)
 args = parser.parse_args()
 
 rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
@@ -41,7 +42,7 @@ def load_batch(step):
     if rank == args.slow_rank and args.delay_ms:
         time.sleep(args.delay_ms / 1e3)  # a slow input pipeline on this rank only
     g = torch.Generator().manual_seed(rank * 100_000 + step)
-    return torch.randn(BATCH, WIDTH, generator=g).pin_memory().to(device, non_blocking=True)
+    return torch.randn(args.batch, WIDTH, generator=g).pin_memory().to(device, non_blocking=True)
 
 
 torch.cuda.synchronize()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 6 on two GPUs: a DDP job (bench/multi/ddp.py) under torchrun, profiled by gpuspy,
-# once even and once with rank 1's data loading slowed by DELAY_MS per step, plus the
-# even job without gpuspy for its step time. From the repository root on a machine with
+# once even, once with rank 1's data loading slowed by DELAY_MS per step, and once with
+# batches of 8 so that the all-reduces dominate (comm); plus the even job without gpuspy
+# for its step time. RUNS="comm" runs only the named ones. From the repository root on a machine with
 # two GPUs, with the release gpuspy and libgpuspy.so in $BIN (.dev/bin):
 #   bash bench/multi/ddp.sh OUTDIR
 set -uo pipefail
@@ -16,12 +17,20 @@ echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_ver
 nvidia-smi topo -m | head -4
 nvidia-smi nvlink -s -i 0 | head -3
 job=(timeout 240 torchrun --standalone --nproc-per-node 2 bench/multi/ddp.py --steps "$steps")
-echo "== plain (no gpuspy)"
-"${job[@]}"
-for run in even slow; do
+runs=${RUNS:-plain even slow comm}
+if [[ " $runs " == *" plain "* ]]; then
+    echo "== plain (no gpuspy)"
+    "${job[@]}"
+fi
+for run in even slow comm; do
+    [[ " $runs " == *" $run "* ]] || continue
     echo "== $run under gpuspy"
-    d=0; [ "$run" = slow ] && d=$delay
-    "$bin/gpuspy" run -o "$out/dumps/$run" -- "${job[@]}" --delay-ms "$d" > "$out/dumps/$run.log" 2>&1
+    case $run in
+        even) args=() ;;
+        slow) args=(--delay-ms "$delay") ;;
+        comm) args=(--batch 8) ;;
+    esac
+    "$bin/gpuspy" run -o "$out/dumps/$run" -- "${job[@]}" "${args[@]}" > "$out/dumps/$run.log" 2>&1
     echo "exit $?"; grep -E "^rank|^ddp|^expected|^world|^gpuspy" "$out/dumps/$run.log"
     ls "$out/dumps/$run"
     "$bin/gpuspy" report "$out/dumps/$run" > "$out/$run.report.txt" 2>&1
