@@ -15,6 +15,9 @@ pub struct Collective {
     /// The least kernel time of one rank: the rank that arrived last waited least, so its
     /// time is the closest to the transfer itself.
     pub least_rank_kernel_ns: u64,
+    /// That least time once per rank that ran the collective: its kernel time net of the
+    /// waiting for a straggler.
+    pub transfer_ns: u64,
     /// The size nccl-tests calls S (the whole buffer, for all-gather and reduce-scatter),
     /// summed over ranks.
     pub bytes: u64,
@@ -94,6 +97,7 @@ pub fn collectives(p: &Profile) -> Vec<Collective> {
                 kernels: t.kernels,
                 kernel_ns: t.kernel_ns,
                 least_rank_kernel_ns: least,
+                transfer_ns: least * t.per_rank_ns.len() as u64,
                 bytes,
                 ranks,
                 algbw,

@@ -226,7 +226,6 @@ pub mod synthetic {
             cmdline: vec![],
             wall_ns: (active_s * 1e9) as u64,
             active_ns: (active_s * 1e9) as u64,
-            first_call_unix_ns: 0,
             driver_ns: 0,
             calls: 0,
             threads: 1,

@@ -122,7 +122,6 @@ pub struct ProcessInfo {
     pub wall_ns: u64,
     /// From the first driver call to the dump: the part of the run that used the GPU.
     pub active_ns: u64,
-    pub first_call_unix_ns: u64,
     pub driver_ns: u64,
     pub calls: u64,
     pub threads: u32,
@@ -232,11 +231,10 @@ impl Profile {
 
     fn from_dump(path: &Path, d: &Dump) -> Profile {
         let mut p = Profile::default();
-        let first_call_unix_ns = match d.first_call_unix_ns {
+        let active_ns = d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
             0 => d.start_unix_ns,
             first => first,
-        };
-        let active_ns = d.stop_unix_ns.saturating_sub(first_call_unix_ns);
+        });
         p.processes.push(ProcessInfo {
             path: path.to_path_buf(),
             pid: d.process.pid,
@@ -245,7 +243,6 @@ impl Profile {
             cmdline: d.process.cmdline.clone(),
             wall_ns: d.stop_unix_ns.saturating_sub(d.start_unix_ns),
             active_ns,
-            first_call_unix_ns,
             driver_ns: d.driver_ns,
             calls: d.apis.iter().map(|a| a.calls).sum(),
             threads: d.threads,
@@ -329,7 +326,7 @@ impl Profile {
     /// CUPTI activity; None without any.
     pub fn gpu_idle_share(&self) -> Option<f64> {
         let (busy, span) = self.gpu_activity().fold((0u64, 0u64), |(b, s), (_, _, a)| {
-            (b + a.busy_ns, s + a.span_ns())
+            (b + a.busy_ns, s + a.working_span_ns())
         });
         (span > 0).then(|| 1.0 - busy as f64 / span as f64)
     }

@@ -305,11 +305,20 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
     }
     let _ = writeln!(out, "    {}", head.join("  ·  "));
     if let Some(a) = &dev.activity {
-        let span = a.span_ns();
+        let span = a.working_span_ns();
         let gaps = hist_quantiles(&a.gap_hist);
+        let (pauses, pause_ns) = a.pauses();
+        let paused = if pauses > 0 {
+            format!(
+                " (and {pauses} pause(s) of 1 s or more, about {}, left out)",
+                duration(pause_ns)
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "      busy {} of {} ({} kernels, {} in kernels)  ·  idle gaps {}",
+            "      busy {} of {}{paused} ({} kernels, {} in kernels)  ·  idle gaps {}",
             percent(a.busy_ns, span),
             duration(span),
             a.kernels,

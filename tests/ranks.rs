@@ -292,6 +292,17 @@ fn the_slow_rank_of_a_ddp_run_on_two_h200s_is_named_from_its_nccl_kernels() {
     assert_eq!(slow["processes"].as_array().unwrap().len(), 3);
     assert_eq!(slow["gpu"].as_array().unwrap().len(), 2);
 
+    // The slow rank's wait inside rank 0's all-reduce kernels is not communication.
+    assert!(
+        slow["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["id"] != "comm-bound"),
+        "{}",
+        slow["findings"]
+    );
+
     let even = report_json(&[&h200_ddp("even")]);
     assert!(
         even["findings"]
@@ -302,4 +313,19 @@ fn the_slow_rank_of_a_ddp_run_on_two_h200s_is_named_from_its_nccl_kernels() {
         "{}",
         even["findings"]
     );
+}
+
+#[test]
+fn a_ddp_run_whose_all_reduces_dominate_on_two_h200s_is_comm_bound() {
+    // bench/multi/ddp.sh RUNS=comm STEPS=1000 (bench/results/gpu-2026-11-29-ddp-4):
+    // batches of 8, so 512 MiB of all-reduce per step is most of the GPU's work. Each
+    // rank built its model on the host after NCCL's first kernels: a 5 s pause in the
+    // span, which the working span leaves out.
+    let r = report_json(&[&h200_ddp("comm")]);
+    assert_eq!(r["verdict"], "comm-bound", "{}", r["findings"]);
+    let f = &r["findings"][0];
+    assert!(f["impact"].as_f64().unwrap() > 0.3, "{f}");
+    assert_eq!(f["evidence"]["busiest_collective"], "AllReduce");
+    let busbw = f["evidence"]["busbw_bytes_per_s"].as_f64().unwrap();
+    assert!((busbw / 1e9 - 218.9).abs() < 0.1, "{busbw}");
 }

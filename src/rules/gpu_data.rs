@@ -5,8 +5,7 @@
 //! section says why.
 
 use crate::profile::Profile;
-use gpuspy_format::gpu::{Device, Telemetry};
-use gpuspy_format::hist;
+use gpuspy_format::gpu::{Activity, Device, Telemetry};
 
 pub const NO_FACTS: &str = "needs NVML device facts (none in the dumps; see the GPU section)";
 pub const NO_TELEMETRY: &str = "needs NVML telemetry (none in the dumps; see the GPU section)";
@@ -24,48 +23,16 @@ pub fn telemetries(p: &Profile) -> impl Iterator<Item = (&Device, &Telemetry)> {
 /// Idle gaps at least this long count as the GPU waiting for the host's next batch.
 pub const STARVED_GAP_NS: u64 = 1_000_000;
 
-/// Gaps of at least `min_ns` in a gap histogram: (count, approximate total ns).
-pub fn long_gaps(h: &hist::Histogram, min_ns: u64) -> (u64, u64) {
-    h.0.iter()
-        .map(|&(i, n)| (hist::bucket_bounds(i as usize), n))
-        .filter(|&((low, _), _)| low >= min_ns)
-        .fold((0, 0), |(count, ns), ((low, high), n)| {
-            (count + n, ns + n * (low / 2 + high / 2))
-        })
+/// Idle gaps from `STARVED_GAP_NS` up to a pause (`PAUSE_NS`): (count, approximate ns).
+pub fn long_gaps(a: &Activity) -> (u64, u64) {
+    let (n, ns) = a.gap_hist.at_least(STARVED_GAP_NS);
+    let (pauses, pause_ns) = a.pauses();
+    (n - pauses, ns - pause_ns)
 }
 
 /// Time in long GPU idle gaps over every device with CUPTI activity.
 pub fn long_gap_ns(p: &Profile) -> u64 {
-    p.gpu_activity()
-        .map(|(_, _, a)| long_gaps(&a.gap_hist, STARVED_GAP_NS).1)
-        .sum()
-}
-
-/// Start-up time (module loading, NCCL communicator set-up) the GPU's activity span can
-/// hold: each process's start-up calls less the time from its first driver call to its
-/// first GPU activity, where start-up usually happens (cuInit, the context). A lower bound:
-/// call times are not recorded, only their totals.
-pub fn startup_within_activity_ns(p: &Profile) -> u64 {
-    p.processes
-        .iter()
-        .filter_map(|x| {
-            let first = x
-                .gpu
-                .as_ref()?
-                .devices
-                .iter()
-                .filter_map(|d| d.activity.as_ref())
-                .map(|a| a.first_unix_ns)
-                .filter(|&t| t > 0)
-                .min()?;
-            let before = first.saturating_sub(x.first_call_unix_ns);
-            Some(
-                x.active_ns
-                    .saturating_sub(x.steady_ns)
-                    .saturating_sub(before),
-            )
-        })
-        .sum()
+    p.gpu_activity().map(|(_, _, a)| long_gaps(a).1).sum()
 }
 
 /// The most a host-side unified-memory page fault is taken to cost: a fault on managed

@@ -35,7 +35,10 @@ cooperating processes."
                 continue;
             }
             let util = t.and_then(|t| t.gpu_util_pct).map(|g| g.mean / 100.0);
-            let own = d.activity.as_ref().map(|a| share(a.busy_ns, a.span_ns()));
+            let own = d
+                .activity
+                .as_ref()
+                .map(|a| share(a.busy_ns, a.working_span_ns()));
             let impact = match (util, own) {
                 (Some(u), Some(o)) => (u - o).max(0.0),
                 _ => 0.0,

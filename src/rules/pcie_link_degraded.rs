@@ -57,7 +57,7 @@ risers, and make sure the link is not held in a power-saving state."
                     .filter(|c| c.kind == "HtoD" || c.kind == "DtoH")
                     .map(|c| c.ns)
                     .sum();
-                (host, a.span_ns())
+                (host, a.working_span_ns())
             });
             let impact = share(copy_ns, span) * lost;
             return Outcome::Found(

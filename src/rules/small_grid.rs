@@ -23,7 +23,7 @@ Evidence (CUPTI kernel records): kernel time in grids with fewer blocks than SMs
 all kernel time (the rule speaks from half); the top kernels' grid sizes. NCCL kernels
 run one block per channel by design and are left out. Impact, an upper bound: for each
 top kernel with small grids, its time times the share of SMs it left idle, as if the work
-spread over the whole GPU, over the steady-state time (or the activity span, if longer;
+spread over the whole GPU, over the steady-state time (or the working span, if longer;
 a run of one tiny kernel has a span of microseconds).
 
 Fix: larger batches, or fuse work into fewer, larger kernels. Split-K and persistent
@@ -39,7 +39,7 @@ kernels for matrix work."
             any = true;
             small += a.small_grid_ns;
             kernel += a.kernel_ns;
-            span += a.span_ns();
+            span += a.working_span_ns();
             saving += a
                 .top_kernels
                 .iter()

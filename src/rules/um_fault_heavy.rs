@@ -22,7 +22,7 @@ impl Rule for UmFaultHeavy {
 Evidence (CUPTI unified-memory counters): CPU page faults, GPU page-fault groups and
 bytes migrated each way. Without managed allocations (`cuMemAllocManaged`) no faults are
 possible and the rule is clear. Impact, a heuristic: migrated bytes at the PCIe link's
-peak plus 50 us per GPU fault group and 10 us per CPU fault, over the activity span; and
+peak plus 50 us per GPU fault group and 10 us per CPU fault, over the working span; and
 at least the GPU's idle gaps of 1 ms or more that the host's faults can explain, up to
 200 us per CPU fault (the GPU waiting while the host pulled pages back; on the H200,
 16,100 CPU faults went with 1.8 s of such gaps).
@@ -56,7 +56,7 @@ explicit device allocations and copies."
             .gpu_devices()
             .find_map(|(_, d)| d.facts.as_ref()?.pcie.peak_bytes_per_s())
             .unwrap_or(25e9);
-        let span: u64 = p.gpu_activity().map(|(_, _, a)| a.span_ns()).sum();
+        let span: u64 = p.gpu_activity().map(|(_, _, a)| a.working_span_ns()).sum();
         let cost_ns = migrated as f64 / peak * 1e9
             + gpu as f64 * GPU_FAULT_GROUP_NS
             + cpu as f64 * CPU_FAULT_NS;

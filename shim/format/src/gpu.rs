@@ -223,15 +223,31 @@ pub struct Activity {
     pub collectives: Vec<CollectiveKernels>,
 }
 
+/// GPU idle gaps this long are pauses between phases of a run (set-up such as a model
+/// initialised on the host, evaluation, checkpoints), not waiting within its steps.
+pub const PAUSE_NS: u64 = 1_000_000_000;
+
 impl Activity {
     /// From the start of the first activity to the end of the last.
     pub fn span_ns(&self) -> u64 {
         self.last_unix_ns.saturating_sub(self.first_unix_ns)
     }
 
-    /// Kernel busy time over the span from the first activity to the last.
+    /// Idle gaps of `PAUSE_NS` or more: how many, and their approximate total.
+    pub fn pauses(&self) -> (u64, u64) {
+        self.gap_hist.at_least(PAUSE_NS)
+    }
+
+    /// The span less its pauses: the time the GPU was working or waiting within steps,
+    /// which shares of GPU time are measured against. A DDP job whose model was built on
+    /// the host after NCCL's first kernels had 6 s of pauses in an 11 s span.
+    pub fn working_span_ns(&self) -> u64 {
+        self.span_ns().saturating_sub(self.pauses().1)
+    }
+
+    /// Kernel busy time over the working span.
     pub fn busy_share(&self) -> Option<f64> {
-        let span = self.span_ns();
+        let span = self.working_span_ns();
         (span > 0).then(|| self.busy_ns as f64 / span as f64)
     }
 

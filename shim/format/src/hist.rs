@@ -110,6 +110,18 @@ impl Histogram {
         self.0.iter().map(|&(_, c)| c).sum()
     }
 
+    /// Values of at least `min` (by their bucket's lower bound): how many, and their
+    /// approximate sum from bucket midpoints.
+    pub fn at_least(&self, min: u64) -> (u64, u64) {
+        self.0
+            .iter()
+            .map(|&(i, n)| (bucket_bounds(i as usize), n))
+            .filter(|&((low, _), _)| low >= min)
+            .fold((0, 0), |(count, sum), ((low, high), n)| {
+                (count + n, sum + n * (low / 2 + high / 2))
+            })
+    }
+
     pub(crate) fn check(&self, layout: &Layout) -> Result<(), String> {
         let in_range = self.0.iter().all(|&(i, _)| (i as usize) < layout.buckets);
         let ascending = self.0.windows(2).all(|w| w[0].0 < w[1].0);
