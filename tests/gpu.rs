@@ -115,6 +115,9 @@ fn cupti_records_reduce_exactly() {
     let g = gpu_section(&run);
     assert_eq!(g["cupti"]["active"], true, "{g}");
     assert_eq!(g["cupti"]["note"], "libcupti.so.13, CUPTI 130001");
+    // cuInit was held until CUPTI was on, and not for the 1 s cap.
+    let wait = g["start_wait_ns"].as_u64().unwrap();
+    assert!(wait > 0 && wait < 500_000_000, "{wait}");
     let a = &g["devices"][0]["activity"];
     assert_eq!(a["kernels"], 1003);
     // [0,20) and [30,40) ms, plus 1000 kernels of 1 us.

@@ -61,7 +61,7 @@ for dev in g.get("devices", []):
     print("  telemetry samples", t.get("samples"), "util", t.get("gpu_util_pct"), "sm_clock", t.get("sm_clock_mhz"), "power", t.get("power_mw"), "events", t.get("clock_events"))
 print("unified_memory", g.get("unified_memory"))
 print("overhead", g.get("cupti_overhead"))
-print("dropped", g.get("dropped_records"), "refused", g.get("refused_buffers"), "collector_cpu_ms", g.get("collector_cpu_ns", 0) / 1e6)
+print("dropped", g.get("dropped_records"), "refused", g.get("refused_buffers"), "collector_cpu_ms", g.get("collector_cpu_ns", 0) / 1e6, "start_wait_ms", g.get("start_wait_ns", 0) / 1e6)
 PY
 }
 

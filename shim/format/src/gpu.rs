@@ -24,6 +24,10 @@ pub struct Gpu {
     /// internal threads are not included.
     #[serde(default)]
     pub collector_cpu_ns: u64,
+    /// How long the program's first `cuInit` was held, after its own time was recorded,
+    /// while the gpuspy thread started CUPTI (at most 1 s).
+    #[serde(default)]
+    pub start_wait_ns: u64,
 }
 
 /// Whether a source delivered data, and if not (or only in part) why.

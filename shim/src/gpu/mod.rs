@@ -45,6 +45,8 @@ const SETTLE_MARGIN_NS: u64 = 500_000_000;
 const SLOW_QUERY_TICKS: u64 = 10;
 /// CPU time the gpuspy thread has used, as of its last tick.
 static COLLECTOR_CPU_NS: AtomicU64 = AtomicU64::new(0);
+/// How long the program's first `cuInit` was held while the gpuspy thread started CUPTI.
+static START_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Default)]
 struct State {
@@ -69,6 +71,7 @@ pub fn on_driver_ready() {
     if IN_FORKED_CHILD.load(Relaxed) || STARTED.swap(true, AcqRel) {
         return;
     }
+    let held_from = clock::monotonic_ns();
     STARTED_PID.store(own_pid(), Release);
     if let Ok(mut state) = STATE.lock() {
         *state = Some(State::default());
@@ -86,6 +89,7 @@ pub fn on_driver_ready() {
     // SAFETY: registering a plain extern "C" fn.
     unsafe { libc::atexit(finish_at_exit) };
     wait_for(&CUPTI_TRIED);
+    START_WAIT_NS.store(clock::monotonic_ns() - held_from, Relaxed);
 }
 
 /// Waits at most 1 s for `flag`.
@@ -408,5 +412,6 @@ pub fn snapshot() -> Option<Gpu> {
         dropped_records: dropped,
         refused_buffers: refused,
         collector_cpu_ns: COLLECTOR_CPU_NS.load(Relaxed),
+        start_wait_ns: START_WAIT_NS.load(Relaxed),
     })
 }
