@@ -9,6 +9,7 @@
 //! the time inside the driver, so that tiny APIs and noise do not raise an alarm.
 
 use crate::ci_output::{Case, Gate, Output};
+use crate::collectives::collectives;
 use crate::diagnose::{diagnose, WARNING_IMPACT};
 use crate::profile::{Latency, Profile};
 use crate::render_text::{bytes, duration};
@@ -344,6 +345,38 @@ fn gpu_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
     }
 }
 
+/// Each collective's bus bandwidth (CUPTI kernel time and NCCL bytes, docs/multi-rank.md)
+/// where both sides measured it: a drop of at least the threshold is a regression, as
+/// when a new NCCL or a changed topology moves the same bytes more slowly.
+fn collective_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
+    let busbw = |side: &Side| -> BTreeMap<String, f64> {
+        collectives(&side.merged)
+            .into_iter()
+            .filter_map(|c| Some((c.op, c.busbw?)))
+            .collect()
+    };
+    let (b, n) = (busbw(base), busbw(new));
+    for (op, &n_bw) in &n {
+        let Some(&b_bw) = b.get(op) else {
+            continue;
+        };
+        let rel = relative(b_bw, n_bw);
+        out.push(Change {
+            kind: if rel <= -o.threshold {
+                Kind::Regression
+            } else if rel >= o.threshold {
+                Kind::Improvement
+            } else {
+                Kind::Unchanged
+            },
+            what: format!("{op} bus bandwidth"),
+            base: format!("{:.1} GB/s", b_bw / 1e9),
+            new: format!("{:.1} GB/s", n_bw / 1e9),
+            detail: percent(rel),
+        });
+    }
+}
+
 /// Findings whose impact moved by at least the threshold, in points of the time they are
 /// measured against. A finding near the warning line flips between warning and info from
 /// run to run; only a material change in its impact is a regression.
@@ -396,6 +429,7 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
     sync_changes(&base, &new, o, &mut changes);
     copy_changes(&base, &new, o, &mut changes);
     gpu_changes(&base, &new, o, &mut changes);
+    collective_changes(&base, &new, o, &mut changes);
     finding_changes(&base, &new, o, &mut changes);
     changes.sort_by_key(|c| match c.kind {
         Kind::Regression => 0,
@@ -559,6 +593,59 @@ mod tests {
             ]
         );
         let same = compare(&gpu_runs(900, 100), &gpu_runs(895, 102), &options());
+        assert_eq!(same.regressions, 0, "{:?}", same.changes);
+    }
+
+    /// Two-rank runs whose all-reduces moved 1 GiB per rank in `ms` of kernel time.
+    fn nccl_runs(ms: u64) -> Vec<Run> {
+        use gpuspy_format::gpu::{Activity, CollectiveKernels, Device, Gpu};
+        (0..2)
+            .map(|i| {
+                let mut profile = run(1.0).build();
+                let rank = profile.processes[0].clone();
+                profile.processes.push(rank);
+                for p in &mut profile.processes {
+                    p.gpu = Some(Box::new(Gpu {
+                        devices: vec![Device {
+                            activity: Some(Activity {
+                                collectives: vec![CollectiveKernels {
+                                    op: "AllReduce".into(),
+                                    calls: 10,
+                                    total_ns: ms * 1_000_000,
+                                }],
+                                ..Activity::default()
+                            }),
+                            ..Device::default()
+                        }],
+                        ..Gpu::default()
+                    }));
+                }
+                profile
+                    .nccl_ops
+                    .insert(("AllReduce".into(), "float32".into()), (20, 2 << 30));
+                profile.communicators.entry("c".into()).or_default().nranks = 2;
+                Run {
+                    name: format!("run{i}"),
+                    profile,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn slower_collectives_are_a_regression() {
+        // 1 GiB per rank in 10 ms: 107.4 GB/s of bus bandwidth with two ranks; in 20 ms, half.
+        let r = compare(&nccl_runs(10), &nccl_runs(20), &options());
+        let c = r
+            .changes
+            .iter()
+            .find(|c| c.what == "AllReduce bus bandwidth")
+            .unwrap();
+        assert_eq!(
+            (c.kind, c.base.as_str(), c.new.as_str()),
+            (Kind::Regression, "107.4 GB/s", "53.7 GB/s")
+        );
+        let same = compare(&nccl_runs(10), &nccl_runs(10), &options());
         assert_eq!(same.regressions, 0, "{:?}", same.changes);
     }
 

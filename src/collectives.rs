@@ -88,6 +88,7 @@ pub fn collectives(p: &Profile) -> Vec<Collective> {
             let f = factors(&op, ranks);
             let bytes = f.map_or(t.rank_bytes, |(_, s)| (t.rank_bytes as f64 * s) as u64);
             let least = t.per_rank_ns.iter().copied().min().unwrap_or(0);
+            // Collectives are symmetric: with every rank timed, one rank moved this share.
             let one_rank = bytes as f64 / t.per_rank_ns.len().max(1) as f64;
             let algbw =
                 (least > 0 && f.is_some() && bytes > 0).then(|| one_rank * 1e9 / least as f64);
