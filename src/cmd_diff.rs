@@ -346,20 +346,25 @@ fn gpu_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
 }
 
 /// Each collective's bus bandwidth (CUPTI kernel time and NCCL bytes, docs/multi-rank.md)
-/// where both sides measured it: a drop of at least the threshold is a regression, as
-/// when a new NCCL or a changed topology moves the same bytes more slowly.
+/// where both sides measured it and it holds at least `--min-share` of the new side's NCCL
+/// kernel time (a few start-up broadcasts are noise): a drop of at least the threshold is
+/// a regression, as when a new NCCL or a changed topology moves the same bytes more slowly.
 fn collective_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
-    let busbw = |side: &Side| -> BTreeMap<String, f64> {
+    let busbw = |side: &Side| -> BTreeMap<String, (f64, u64)> {
         collectives(&side.merged)
             .into_iter()
-            .filter_map(|c| Some((c.op, c.busbw?)))
+            .filter_map(|c| Some((c.op, (c.busbw?, c.kernel_ns))))
             .collect()
     };
     let (b, n) = (busbw(base), busbw(new));
-    for (op, &n_bw) in &n {
-        let Some(&b_bw) = b.get(op) else {
+    let new_total: u64 = n.values().map(|&(_, ns)| ns).sum();
+    for (op, &(n_bw, n_ns)) in &n {
+        let Some(&(b_bw, _)) = b.get(op) else {
             continue;
         };
+        if (n_ns as f64) < o.min_share * new_total as f64 {
+            continue;
+        }
         let rel = relative(b_bw, n_bw);
         out.push(Change {
             kind: if rel <= -o.threshold {
@@ -596,8 +601,9 @@ mod tests {
         assert_eq!(same.regressions, 0, "{:?}", same.changes);
     }
 
-    /// Two-rank runs whose all-reduces moved 1 GiB per rank in `ms` of kernel time.
-    fn nccl_runs(ms: u64) -> Vec<Run> {
+    /// Two-rank runs whose all-reduces moved 1 GiB per rank in `ms` of kernel time, with
+    /// a broadcast of 1 MiB per rank in `bcast_us`.
+    fn nccl_runs(ms: u64, bcast_us: u64) -> Vec<Run> {
         use gpuspy_format::gpu::{Activity, CollectiveKernels, Device, Gpu};
         (0..2)
             .map(|i| {
@@ -608,11 +614,18 @@ mod tests {
                     p.gpu = Some(Box::new(Gpu {
                         devices: vec![Device {
                             activity: Some(Activity {
-                                collectives: vec![CollectiveKernels {
-                                    op: "AllReduce".into(),
-                                    calls: 10,
-                                    total_ns: ms * 1_000_000,
-                                }],
+                                collectives: vec![
+                                    CollectiveKernels {
+                                        op: "AllReduce".into(),
+                                        calls: 10,
+                                        total_ns: ms * 1_000_000,
+                                    },
+                                    CollectiveKernels {
+                                        op: "Broadcast".into(),
+                                        calls: 1,
+                                        total_ns: bcast_us * 1_000,
+                                    },
+                                ],
                                 ..Activity::default()
                             }),
                             ..Device::default()
@@ -623,6 +636,9 @@ mod tests {
                 profile
                     .nccl_ops
                     .insert(("AllReduce".into(), "float32".into()), (20, 2 << 30));
+                profile
+                    .nccl_ops
+                    .insert(("Broadcast".into(), "float32".into()), (2, 2 << 20));
                 profile.communicators.entry("c".into()).or_default().nranks = 2;
                 Run {
                     name: format!("run{i}"),
@@ -635,7 +651,9 @@ mod tests {
     #[test]
     fn slower_collectives_are_a_regression() {
         // 1 GiB per rank in 10 ms: 107.4 GB/s of bus bandwidth with two ranks; in 20 ms, half.
-        let r = compare(&nccl_runs(10), &nccl_runs(20), &options());
+        // The broadcast, three times slower, holds under 1 % of the NCCL time: not judged.
+        let r = compare(&nccl_runs(10, 20), &nccl_runs(20, 60), &options());
+        assert!(r.changes.iter().all(|c| !c.what.starts_with("Broadcast")));
         let c = r
             .changes
             .iter()
@@ -645,7 +663,7 @@ mod tests {
             (c.kind, c.base.as_str(), c.new.as_str()),
             (Kind::Regression, "107.4 GB/s", "53.7 GB/s")
         );
-        let same = compare(&nccl_runs(10), &nccl_runs(10), &options());
+        let same = compare(&nccl_runs(10, 20), &nccl_runs(10, 20), &options());
         assert_eq!(same.regressions, 0, "{:?}", same.changes);
     }
 
