@@ -64,7 +64,8 @@ pub fn render(p: &Profile, d: &Diagnosis) -> Value {
                 "cmdline": pr.cmdline, "wall_ns": pr.wall_ns, "driver_ns": pr.driver_ns,
                 "calls": pr.calls, "threads": pr.threads, "complete": pr.complete,
                 "rank": pr.rank, "steady_ns": pr.steady_ns, "blocked_ns": pr.blocked_ns,
-                "wait_share": pr.wait_share(), "launches": pr.launches,
+                "wait_share": pr.wait_share(), "nccl_kernel_ns": pr.nccl_kernel_ns(),
+                "launches": pr.launches,
                 "verdict": pr.verdict,
             })
         })

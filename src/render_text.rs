@@ -1,8 +1,8 @@
 //! `gpuspy report`: the human-readable tables.
 
 use crate::collectives::{collectives, link_peak, Collective};
-use crate::diagnose::{Diagnosis, Severity};
-use crate::profile::{Latency, Profile};
+use crate::diagnose::{share, Diagnosis, Severity};
+use crate::profile::{Latency, ProcessInfo, Profile};
 use std::fmt::Write;
 
 /// `1.23 ms`-style durations with three significant figures.
@@ -71,10 +71,18 @@ fn ranks(out: &mut String, p: &Profile) {
         "\nRanks ({}), by share of time waiting for the GPU",
         ranked.len()
     );
+    // The GPU's view of the waiting where CUPTI timed NCCL kernels: the straggler's are
+    // the shortest.
+    let in_nccl = |x: &ProcessInfo| {
+        x.nccl_kernel_ns().map_or_else(
+            || "-".to_string(),
+            |ns| format!("{:.1}%", share(ns, x.steady_ns) * 100.0),
+        )
+    };
     let _ = writeln!(
         out,
-        "  {:>6}  {:<16} {:>8}  {:>10}  {:>8}  {:>10}",
-        "rank", "host", "pid", "steady", "waiting", "launches"
+        "  {:>6}  {:<16} {:>8}  {:>10}  {:>8}  {:>8}  {:>10}",
+        "rank", "host", "pid", "steady", "waiting", "in NCCL", "launches"
     );
     const SHOWN: usize = 8;
     for (i, x) in ranked.iter().enumerate() {
@@ -86,12 +94,13 @@ fn ranks(out: &mut String, p: &Profile) {
         }
         let _ = writeln!(
             out,
-            "  {:>6}  {:<16} {:>8}  {:>10}  {:>7.1}%  {:>10}",
+            "  {:>6}  {:<16} {:>8}  {:>10}  {:>7.1}%  {:>8}  {:>10}",
             x.rank.unwrap_or_default(),
             x.host,
             x.pid,
             duration(x.steady_ns),
             x.wait_share() * 100.0,
+            in_nccl(x),
             x.launches
         );
     }

@@ -288,6 +288,11 @@ fn the_slow_rank_of_a_ddp_run_on_two_h200s_is_named_from_its_nccl_kernels() {
     assert!((busbw / 1e9 - 243.4).abs() < 0.1, "{busbw}");
     assert_eq!(slow["nccl"]["link_peak"]["link"], "NVLink");
     assert_eq!(slow["nccl"]["link_peak"]["bytes_per_s"], 18.0 * 26_562e6);
+    let text = report_text(&h200_ddp("slow"));
+    assert!(
+        text.contains("    rank  host                  pid      steady   waiting   in NCCL    launches\n       1  vm                    756      14.4 s      3.8%      3.1%       15002"),
+        "{text}"
+    );
     // torchrun's agent made driver calls but no context: no GPU section.
     assert_eq!(slow["processes"].as_array().unwrap().len(), 3);
     assert_eq!(slow["gpu"].as_array().unwrap().len(), 2);
