@@ -30,6 +30,21 @@ pub fn long_gaps(a: &Activity) -> (u64, u64) {
     (n - pauses, ns - pause_ns)
 }
 
+/// The share of the working span in which no kernel ran, less the long gaps (1 ms to 1 s):
+/// the idle time a host-side overhead (a sync's round trip, a launch) can explain and
+/// removing it can give back. Long gaps are the host busy elsewhere (`input-starved`).
+/// None without CUPTI activity.
+pub fn short_idle_share(p: &Profile) -> Option<f64> {
+    let (idle, span) = p.gpu_activity().fold((0u64, 0u64), |(i, s), (_, _, a)| {
+        let span = a.working_span_ns();
+        let idle = span
+            .saturating_sub(a.busy_ns)
+            .saturating_sub(long_gaps(a).1);
+        (i + idle, s + span)
+    });
+    (span > 0).then(|| idle as f64 / span as f64)
+}
+
 /// Time in long GPU idle gaps over every device with CUPTI activity.
 pub fn long_gap_ns(p: &Profile) -> u64 {
     p.gpu_activity().map(|(_, _, a)| long_gaps(a).1).sum()

@@ -1,3 +1,4 @@
+use super::gpu_data::short_idle_share;
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::profile::{Profile, LAUNCH_APIS};
 use gpuspy_format::SyncCause;
@@ -32,7 +33,9 @@ the rule does not fire then.
 Impact: the share of the steady-state time spent inside launch calls, but no more than the
 time the host was not blocked. It is a lower bound where the GPU idles: CUDA graphs also
 remove the framework's per-op host work. Faster launching can only give back time the GPU
-spent idle, so with CUPTI busy time the impact is also capped by the GPU's idle share.
+spent idle in short gaps, so with CUPTI busy time the impact is also capped by the share
+of the working span the GPU sat idle, less the gaps of 1 ms or more (the host busy
+elsewhere: `input-starved`).
 Without it the finding is a heuristic: large kernels at a high rate would keep the GPU busy.
 
 Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
@@ -53,7 +56,7 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
         if launches < MIN_LAUNCHES || per_s < MIN_PER_S || share(blocked, steady) >= 0.5 {
             return Outcome::Clear;
         }
-        let idle = p.gpu_idle_share();
+        let idle = short_idle_share(p);
         let bound = share(launch_ns.min(steady.saturating_sub(blocked)), steady);
         let launch_share = idle.map_or(bound, |i| bound.min(i));
         let f = Finding::new(
@@ -71,7 +74,7 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
             .evidence("launch_ms", ms(launch_ns))
             .evidence("steady_ms", ms(steady))
             .evidence("graph_launches", p.calls("cuGraphLaunch"))
-            .evidence("gpu_idle_share", idle.unwrap_or(f64::NAN));
+            .evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN));
         Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
     }
 }

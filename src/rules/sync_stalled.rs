@@ -1,3 +1,4 @@
+use super::gpu_data::short_idle_share;
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::profile::Profile;
 use gpuspy_format::{Direction, HostKind, SyncCause};
@@ -31,7 +32,9 @@ and GPU overlap, and the step takes at least max(H, W) instead of H + W. The gai
 therefore at most min(H, W) / (H + W), summed over the run as
 min(blocked, steady - blocked) / steady. A host that waits nearly all the time is held by
 the GPU, not by the syncs, and this bound says so. Overlap can only give back time the GPU
-spent idle, so with CUPTI busy time the impact is also capped by the GPU's idle share.
+spent idle in short gaps, so with CUPTI busy time the impact is also capped by the share
+of the working span the GPU sat idle, less the gaps of 1 ms or more (the host busy
+elsewhere: `input-starved`).
 Without it the finding is a heuristic: the GPU may have been busy for all of H as well.
 
 Fix: take synchronisation out of the step. Drop `.item()`, `.cpu()`, `.tolist()` and
@@ -52,7 +55,7 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
             return Outcome::Clear;
         }
         let working = steady.saturating_sub(blocked);
-        let idle = p.gpu_idle_share();
+        let idle = short_idle_share(p);
         let bound = share(blocked.min(working), steady);
         let impact = idle.map_or(bound, |i| bound.min(i));
         let (small_dtoh, _) = p.copied(Direction::DtoH, HostKind::Pinned);
@@ -76,7 +79,7 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
             .evidence("steady_ms", ms(steady))
             .evidence("dtoh_copy_then_sync_pairs", item_like)
             .evidence("dtoh_copies_to_pinned", small_dtoh)
-            .evidence("gpu_idle_share", idle.unwrap_or(f64::NAN));
+            .evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN));
         Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
     }
 }
@@ -120,6 +123,24 @@ mod tests {
         };
         assert_eq!(f.severity, Severity::Info);
         assert!((f.impact - 0.02).abs() < 0.005, "{}", f.impact);
+    }
+
+    #[test]
+    fn long_gaps_are_not_the_syncs_to_give_back() {
+        // Blocked half the time, the GPU busy 50 % of the span, but 40 % of it in 1000 gaps
+        // of 4 ms (the host loading data): the syncs can give back at most the other 10 %.
+        use crate::rules::gpu_data::fixtures::*;
+        let mut a = activity(5.0);
+        a.gap_hist = gaps(1000, 4_000_000);
+        let p = run(10.0)
+            .sync(SyncCause::Explicit, 5000, 5000.0)
+            .gpu(gpu(h200(), None, Some(a)))
+            .build();
+        let Outcome::Found(f) = SyncStalled.check(&p) else {
+            panic!("no finding")
+        };
+        assert!((f.impact - 0.1).abs() < 0.02, "{}", f.impact);
+        assert!(!f.heuristic);
     }
 
     #[test]
