@@ -39,6 +39,14 @@ fn a_process_without_a_context_has_no_gpu_section() {
 }
 
 #[test]
+fn activity_from_a_context_the_hooks_missed_still_reaches_the_dump() {
+    let run = run("cupti", &["no-context"], &[]);
+    let g = gpu_section(&run);
+    assert_eq!(g["devices"][0]["activity"]["kernels"], 1003, "{g}");
+    assert_eq!(g["devices"][0]["facts"], Value::Null);
+}
+
+#[test]
 fn each_source_can_be_switched_off() {
     let run = run(
         "linked",

@@ -3,7 +3,8 @@
  * registers its own activity callbacks (as torch.profiler does): gpuspy must step aside,
  * keep what it had, and leave later records to the program. With "vfork", a vfork child
  * ends in _exit (as after a failed exec) and the parent then emits 7 more kernels, which
- * its dump must still hold. */
+ * its dump must still hold. With "no-context", the program creates its context some way
+ * gpuspy does not hook: its activity must still reach the dump. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -46,9 +47,10 @@ static void program_complete(void *ctx, unsigned stream, unsigned char *buf, siz
 int main(int argc, char **argv) {
     int profiler = argc > 1 && strcmp(argv[1], "profiler") == 0;
     int use_vfork = argc > 1 && strcmp(argv[1], "vfork") == 0;
+    int hooked_context = !(argc > 1 && strcmp(argv[1], "no-context") == 0);
     if (cuInit(0)) return 1;
     void *context;
-    if (cuDevicePrimaryCtxRetain(&context, 0)) return 3;
+    if (hooked_context && cuDevicePrimaryCtxRetain(&context, 0)) return 3;
     /* gpuspy starts CUPTI on its own thread after cuInit. */
     for (int i = 0; i < 5000 && !(fakecupti_enabled(10) && fakecupti_enabled(25)); i++) {
         struct timespec ms = {0, 1000000};

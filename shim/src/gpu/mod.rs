@@ -5,12 +5,13 @@
 //! unified-memory counters stay at zero and the first kernels go unrecorded (both seen on
 //! the H200 when collection started at the first context instead). NVML opens at the
 //! first context, so a launcher that only initialises the driver (torchrun's agent) never
-//! opens it and its dump has no GPU section. Then the thread, every `GPUSPY_NVML_MS` (100 ms), samples NVML for each device the
-//! process created a context on and drains CUPTI's completed buffers. At exit an `atexit`
-//! handler (registered after the program's own, so it runs before them, while CUDA and
-//! CUPTI are still up) forces a last flush. Its own driver and NVML calls bypass the
-//! wrappers and its thread is excluded from recording, so they never appear as the
-//! program's calls. A child forked after collection started collects nothing GPU-side.
+//! opens it and its dump has no GPU section. Then the thread, every `GPUSPY_NVML_MS`
+//! (100 ms), samples NVML for each device the process created a context on and drains
+//! CUPTI's completed buffers. At exit an `atexit` handler (registered after the program's
+//! own, so it runs before them, while CUDA and CUPTI are still up) forces a last flush. Its
+//! own driver and NVML calls bypass the wrappers and its thread is excluded from
+//! recording, so they never appear as the program's calls. A child forked after collection
+//! started collects nothing GPU-side.
 
 pub mod activity;
 pub mod cupti;
@@ -180,10 +181,12 @@ fn run() {
     };
     set_status(|s| s.cupti = status(cupti));
     CUPTI_TRIED.store(true, Release);
+    // NVML waits for the first context; CUPTI's buffers are drained meanwhile all the same.
     while DEVICES_USED.load(Relaxed) == 0 {
         if FINISHED.load(Acquire) {
             return;
         }
+        cupti::collect(false, SETTLE_MARGIN_NS);
         std::thread::sleep(settings.interval);
     }
     // A program whose own CUPTI client (torch.profiler started before the first CUDA call)
@@ -354,7 +357,7 @@ fn sample(nvml: &Nvml, handles: &BTreeMap<u32, usize>, pid: u32, with_processes:
 
 /// The GPU section of a dump; None when collection never started in this process.
 pub fn snapshot() -> Option<Gpu> {
-    if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) || DEVICES_USED.load(Relaxed) == 0 {
+    if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
         return None;
     }
     let (activity, unified_memory, cupti_overhead) = match cupti::AGGREGATOR.lock() {
@@ -364,6 +367,11 @@ pub fn snapshot() -> Option<Gpu> {
         },
         Err(_) => (Vec::new(), None, Vec::new()),
     };
+    // A launcher that only initialised the driver has nothing to say about a GPU; a context
+    // made some way the hooks do not see still shows through its activity.
+    if DEVICES_USED.load(Relaxed) == 0 && activity.is_empty() {
+        return None;
+    }
     let guard = STATE.lock().ok()?;
     let state = guard.as_ref()?;
     let mut devices: BTreeMap<u32, Device> = state
