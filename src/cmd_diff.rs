@@ -604,34 +604,17 @@ mod tests {
     /// Two-rank runs whose all-reduces moved 1 GiB per rank in `ms` of kernel time, with
     /// a broadcast of 1 MiB per rank in `bcast_us`.
     fn nccl_runs(ms: u64, bcast_us: u64) -> Vec<Run> {
-        use gpuspy_format::gpu::{Activity, CollectiveKernels, Device, Gpu};
+        use crate::rules::gpu_data::fixtures::nccl_only;
         (0..2)
             .map(|i| {
                 let mut profile = run(1.0).build();
                 let rank = profile.processes[0].clone();
                 profile.processes.push(rank);
                 for p in &mut profile.processes {
-                    p.gpu = Some(Box::new(Gpu {
-                        devices: vec![Device {
-                            activity: Some(Activity {
-                                collectives: vec![
-                                    CollectiveKernels {
-                                        op: "AllReduce".into(),
-                                        calls: 10,
-                                        total_ns: ms * 1_000_000,
-                                    },
-                                    CollectiveKernels {
-                                        op: "Broadcast".into(),
-                                        calls: 1,
-                                        total_ns: bcast_us * 1_000,
-                                    },
-                                ],
-                                ..Activity::default()
-                            }),
-                            ..Device::default()
-                        }],
-                        ..Gpu::default()
-                    }));
+                    p.gpu = Some(Box::new(nccl_only(&[
+                        ("AllReduce", 10, ms * 1_000_000),
+                        ("Broadcast", 1, bcast_us * 1_000),
+                    ])));
                 }
                 profile
                     .nccl_ops

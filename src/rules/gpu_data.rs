@@ -72,7 +72,9 @@ pub fn um_host_wait_ns(p: &Profile) -> u64 {
 pub mod fixtures {
     use crate::diagnose::synthetic::run;
     use crate::diagnose::{Finding, Outcome, Rule};
-    use gpuspy_format::gpu::{Activity, Device, DeviceFacts, Gpu, PcieLink, Telemetry};
+    use gpuspy_format::gpu::{
+        Activity, CollectiveKernels, Device, DeviceFacts, Gpu, PcieLink, Telemetry,
+    };
     use gpuspy_format::hist;
 
     pub const S: u64 = 1_000_000_000;
@@ -119,6 +121,28 @@ pub mod fixtures {
                 facts: Some(facts),
                 telemetry,
                 activity,
+            }],
+            ..Gpu::default()
+        }
+    }
+
+    /// GPU data whose only activity is NCCL kernels: `(op, calls, ns)` each.
+    pub fn nccl_only(collectives: &[(&str, u64, u64)]) -> Gpu {
+        let activity = Activity {
+            collectives: collectives
+                .iter()
+                .map(|&(op, calls, total_ns)| CollectiveKernels {
+                    op: op.into(),
+                    calls,
+                    total_ns,
+                })
+                .collect(),
+            ..Activity::default()
+        };
+        Gpu {
+            devices: vec![Device {
+                activity: Some(activity),
+                ..Device::default()
             }],
             ..Gpu::default()
         }

@@ -109,6 +109,7 @@ sizes."
 mod tests {
     use super::*;
     use crate::diagnose::synthetic::run;
+    use crate::rules::gpu_data::fixtures::nccl_only;
 
     #[test]
     fn the_rank_that_waits_least_is_named() {
@@ -130,26 +131,16 @@ mod tests {
 
     /// Gives the process of `rank` CUPTI activity with `nccl_s` of all-reduce kernels.
     fn nccl_time(p: &mut Profile, rank: u32, nccl_s: f64) {
-        use gpuspy_format::gpu::{Activity, CollectiveKernels, Device, Gpu};
         let x = p
             .processes
             .iter_mut()
             .find(|x| x.rank == Some(rank))
             .unwrap();
-        x.gpu = Some(Box::new(Gpu {
-            devices: vec![Device {
-                activity: Some(Activity {
-                    collectives: vec![CollectiveKernels {
-                        op: "AllReduce".into(),
-                        calls: 1593,
-                        total_ns: (nccl_s * 1e9) as u64,
-                    }],
-                    ..Activity::default()
-                }),
-                ..Device::default()
-            }],
-            ..Gpu::default()
-        }));
+        x.gpu = Some(Box::new(nccl_only(&[(
+            "AllReduce",
+            1593,
+            (nccl_s * 1e9) as u64,
+        )])));
     }
 
     #[test]
