@@ -334,10 +334,20 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
             duration(a.kernel_ns),
             gaps
         );
+        // Copies between host and device cross the PCIe link: their rate against its peak,
+        // for copies of 1 MiB or more on average (smaller ones are bound by latency).
+        let pcie_peak = dev.facts.as_ref().and_then(|f| f.pcie.peak_bytes_per_s());
         for c in &a.copies {
+            let large = c.bytes >= c.count.saturating_mul(1 << 20);
+            let of_peak = match (c.kind.as_str(), c.bytes_per_s(), pcie_peak) {
+                ("HtoD" | "DtoH", Some(r), Some(peak)) if large => {
+                    format!(", {:.0} % of the PCIe peak", r / peak * 100.0)
+                }
+                _ => String::new(),
+            };
             let at = c
                 .bytes_per_s()
-                .map_or_else(String::new, |r| format!(" at {}", rate(r)));
+                .map_or_else(String::new, |r| format!(" at {}{of_peak}", rate(r)));
             let _ = writeln!(
                 out,
                 "      copies {} {}: {} x, {}{}",

@@ -293,6 +293,15 @@ fn the_slow_rank_of_a_ddp_run_on_two_h200s_is_named_from_its_nccl_kernels() {
         text.contains("    rank  host                  pid      steady   waiting   in NCCL    launches\n       1  vm                    756      14.4 s      3.8%      3.1%       15002"),
         "{text}"
     );
+    // Large copies against the PCIe gen5 x16 peak; 4-byte .item() copies are not judged.
+    assert!(
+        text.contains("copies HtoD pinned: 200 x, 800.0 MiB at 33.4 GB/s, 53 % of the PCIe peak\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("copies DtoH pinned: 202 x, 816 B at 0.0 GB/s\n"),
+        "{text}"
+    );
     // torchrun's agent made driver calls but no context: no GPU section.
     assert_eq!(slow["processes"].as_array().unwrap().len(), 3);
     assert_eq!(slow["gpu"].as_array().unwrap().len(), 2);
