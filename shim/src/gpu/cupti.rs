@@ -44,9 +44,9 @@ const OUR_KINDS: [u32; 5] = [
 ];
 const FLUSH_FORCED: u32 = 1;
 
-/// Many small buffers rather than a few large ones: each flush makes CUPTI set its current
-/// buffer aside until the kernels recorded in it have run, so with a deep launch queue
-/// (1.7 s of bf16 matmuls queued on the H200) one buffer per tick stays out for as long.
+/// Many small buffers rather than a few large ones: with a deep launch queue (1.7 s of bf16
+/// matmuls queued on the H200) buffers stay out with CUPTI far longer than a tick, as if
+/// each flush set the current one aside until the kernels recorded in it have run.
 /// Eight 4 MiB buffers ran out there and lost records (bench/results/gpu-2026-11-29-diagnose-4).
 /// 512 KiB holds about 2,000 kernel records; at most 64 MiB of address space.
 const BUFFER_BYTES: usize = 512 << 10;
