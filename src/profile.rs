@@ -348,9 +348,7 @@ impl Profile {
         measures
             .iter()
             .map(|&(measure, value)| {
-                let mut values: Vec<f64> = ranked.iter().map(|p| value(p)).collect();
-                values.sort_by(f64::total_cmp);
-                let median = values[values.len() / 2];
+                let median = crate::stats::median(ranked.iter().map(|p| value(p)).collect());
                 let top = ranked
                     .iter()
                     .max_by(|a, b| value(a).total_cmp(&value(b)))

@@ -1,5 +1,6 @@
 //! Two-sample tests for `gpuspy diff`: Mann-Whitney U on two latency histograms (every
-//! call a sample, ties within a bucket), and on small sets of per-run values.
+//! call a sample, ties within a bucket), and on small sets of per-run values; and the
+//! median the cross-rank comparisons use.
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -9,6 +10,12 @@ use statrs::distribution::{ContinuousCDF, Normal};
 pub struct Test {
     pub p_value: f64,
     pub direction: f64,
+}
+
+/// The median (the upper one of an even count), 0 for no values.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or_default()
 }
 
 fn normal_tail(z: f64) -> f64 {

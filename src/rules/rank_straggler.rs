@@ -1,5 +1,6 @@
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::profile::{ProcessInfo, Profile};
+use crate::stats::median;
 
 /// One rank holds the others back.
 pub struct RankStraggler;
@@ -58,11 +59,6 @@ sizes."
             return Outcome::Clear;
         };
         let straggler = ranked[at];
-        let median = |values: Vec<f64>| -> f64 {
-            let mut v = values;
-            v.sort_by(f64::total_cmp);
-            v.get(v.len() / 2).copied().unwrap_or_default()
-        };
         let others = || (0..ranked.len()).filter(move |&i| i != at);
         let others_wait = median(others().map(|i| waits[i]).collect());
         let extra = others_wait - waits[at];
