@@ -23,6 +23,11 @@ pub struct Config {
     pub flush_every: Option<Duration>,
     pub enabled: bool,
     pub force_monotonic: bool,
+    /// `GPUSPY_RUN_TOKEN`, set by `gpuspy run`; copied into every dump.
+    pub run_token: Option<String>,
+    /// `GPUSPY_IMAGE`: how many `exec`s of this pid came before this image (set by the
+    /// shim's exec wrappers in the new image's environment).
+    pub image: u32,
 }
 
 impl Config {
@@ -37,6 +42,10 @@ impl Config {
             flush_every: (flush_s > 0.0).then(|| Duration::from_secs_f64(flush_s)),
             enabled: var("GPUSPY_DISABLE").is_none_or(|v| v == "0"),
             force_monotonic: var("GPUSPY_CLOCK").is_some_and(|v| v == "monotonic"),
+            run_token: var("GPUSPY_RUN_TOKEN"),
+            image: var("GPUSPY_IMAGE")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
         }
     }
 }

@@ -31,6 +31,11 @@ pub struct Dump {
     pub first_call_unix_ns: u64,
     /// `true` when written at exit; `false` for a periodic flush of a still-running process.
     pub complete: bool,
+    /// Why the image ended, where it did not simply exit: `exec` (the process replaced its
+    /// image; the next image writes a dump of its own) or `signal` (SIGTERM, ...); None for a
+    /// normal exit or a periodic flush.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<Ending>,
     /// Time source of every latency: `"tsc"` (invariant TSC, calibrated) or `"monotonic"`.
     pub clock: String,
     pub histogram: hist::Layout,
@@ -97,6 +102,29 @@ pub struct Process {
     /// The rank resolved from `rank_env`, if any launcher set one.
     #[serde(default)]
     pub rank: Option<Rank>,
+    /// `GPUSPY_RUN_TOKEN`: set by `gpuspy run` so that it reports only the processes it
+    /// started, whatever else writes to the same directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_token: Option<String>,
+    /// Which program image of this pid the dump holds: 0 for the first, n after n `exec`s.
+    /// Images of one process share its pid and start time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub image: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// How a process image ended, where it did not simply exit.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ending {
+    /// It called `exec`: the dump was written just before the new image replaced it.
+    Exec,
+    /// A signal whose default action ends the process arrived (the number); the dump was
+    /// written from the signal handler's request, then the process died of that signal.
+    Signal(i32),
 }
 
 /// Which rank of a distributed job a process is, from its launcher's environment.
@@ -336,6 +364,56 @@ pub fn parse_dump(text: &str) -> Result<Dump, String> {
     Ok(dump)
 }
 
+/// What stands in for a redacted argument value.
+pub const REDACTED: &str = "<redacted>";
+
+/// The command line with the values of secret-looking options replaced by `REDACTED`: an
+/// option whose name's last `-` or `_` separated word is password, passwd, secret, token,
+/// key, apikey, credential or credentials, in both `--name=value` and `--name value` forms.
+/// `--tokenizer` and `--max-tokens` are not secrets. The shim applies it before anything is
+/// stored; the CLI applies it again to dumps written before it existed.
+pub fn redact_cmdline(args: &[String]) -> Vec<String> {
+    const SECRET_WORDS: [&str; 8] = [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "key",
+        "apikey",
+        "credential",
+        "credentials",
+    ];
+    let is_secret_option = |name: &str| {
+        let Some(name) = name.strip_prefix('-') else {
+            return false;
+        };
+        let last = name
+            .trim_start_matches('-')
+            .rsplit(['-', '_'])
+            .next()
+            .unwrap_or_default();
+        SECRET_WORDS.contains(&last.to_ascii_lowercase().as_str())
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut value_follows = false;
+    for arg in args {
+        if value_follows {
+            value_follows = false;
+            out.push(REDACTED.to_string());
+            continue;
+        }
+        match arg.split_once('=') {
+            Some((name, _)) if is_secret_option(name) => out.push(format!("{name}={REDACTED}")),
+            None if is_secret_option(arg) => {
+                value_follows = true;
+                out.push(arg.clone());
+            }
+            _ => out.push(arg.clone()),
+        }
+    }
+    out
+}
+
 /// The API family of an exact exported symbol: version and stream suffixes removed,
 /// `cuMemcpyHtoDAsync_v2_ptsz` -> `cuMemcpyHtoDAsync`.
 pub fn base_name(symbol: &str) -> &str {
@@ -405,6 +483,49 @@ mod tests {
         assert_eq!((slurm.rank, slurm.world_size), (7, Some(16)));
         assert_eq!(Rank::from_env(&env(&[("RANK", "x")])), None);
         assert_eq!(Rank::from_env(&env(&[("HOME", "/root")])), None);
+    }
+
+    #[test]
+    fn secret_option_values_are_redacted_and_look_alikes_kept() {
+        let args: Vec<String> = [
+            "train.py",
+            "--password=hunter2",
+            "--api-key",
+            "abc",
+            "--HF_TOKEN=t",
+            "-secret",
+            "s",
+            "--tokenizer",
+            "gpt2",
+            "--max-tokens=5",
+            "--keys=k",
+            "--db_passwd",
+            "p",
+            "password",
+            "--token",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            redact_cmdline(&args),
+            [
+                "train.py",
+                "--password=<redacted>",
+                "--api-key",
+                "<redacted>",
+                "--HF_TOKEN=<redacted>",
+                "-secret",
+                "<redacted>",
+                "--tokenizer",
+                "gpt2",
+                "--max-tokens=5",
+                "--keys=k",
+                "--db_passwd",
+                "<redacted>",
+                "password",
+                "--token",
+            ]
+        );
     }
 
     #[test]
