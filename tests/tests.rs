@@ -15,6 +15,9 @@ mod doors;
 mod gates;
 /// GPU-side data: what a dump says without NVML and CUPTI, and dumps from the H200.
 mod gpu;
+/// The program and its data survive file-size limits, exec, thousands of threads, signals,
+/// chdir, secrets in the command line and output directories others control.
+mod hardening;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
 mod lifecycle;
 /// Distributed jobs: rank naming, stragglers, scale.

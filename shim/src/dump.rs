@@ -6,11 +6,14 @@ use crate::lifecycle::config;
 use crate::record::{self, Series, ThreadStats};
 use crate::{clock, unwrapped};
 use gpuspy_format::{
-    hist, ApiRecord, CopyRecord, Direction, Dump, HostKind, Process, Rank, SyncCause, SyncRecord,
-    SCHEMA_NAME, SCHEMA_VERSION,
+    hist, ApiRecord, CopyRecord, Direction, Dump, Ending, HostKind, Process, Rank, SyncCause,
+    SyncRecord, SCHEMA_NAME, SCHEMA_VERSION,
 };
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::ffi::CString;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::sync::OnceLock;
@@ -34,10 +37,17 @@ pub fn capture_process_info() {
             .unwrap_or_default(),
         cmdline: std::fs::read("/proc/self/cmdline")
             .map(|raw| {
-                raw.split(|&b| b == 0)
+                let args: Vec<String> = raw
+                    .split(|&b| b == 0)
                     .filter(|arg| !arg.is_empty())
+                    .take(if config().is_none_or(|c| c.record_args) {
+                        usize::MAX
+                    } else {
+                        1
+                    })
                     .map(|arg| String::from_utf8_lossy(arg).into_owned())
-                    .collect()
+                    .collect();
+                gpuspy_format::redact_cmdline(&args)
             })
             .unwrap_or_default(),
         rank_env: gpuspy_format::rank_variables()
@@ -57,7 +67,7 @@ fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-fn sum_series(series: impl Iterator<Item = &'static Series>) -> (u64, u64, hist::Histogram) {
+fn sum_series<'a>(series: impl Iterator<Item = &'a Series>) -> (u64, u64, hist::Histogram) {
     let mut dense = [0u64; hist::BUCKETS];
     let (mut total, mut max) = (0u64, 0u64);
     for s in series {
@@ -79,71 +89,14 @@ pub struct Times {
 
 /// Builds the dump from the live arena.
 pub fn snapshot(times: Times, complete: bool) -> Dump {
-    let blocks: &'static [ThreadStats] = record::blocks();
-    let mut results: Vec<Vec<(u32, u64)>> = vec![Vec::new(); HOOK_COUNT];
-    for (hook, code, count) in record::errors() {
-        if let Some(r) = results.get_mut(hook) {
-            r.push((code, count));
-        }
-    }
-    let mut apis = Vec::new();
-    for (i, hook) in ALL_HOOKS.iter().enumerate() {
-        let cells = || blocks.iter().filter_map(move |b| b.apis.get(i));
-        let nested: u64 = cells().map(|c| c.nested.load(Relaxed)).sum();
-        let (total_ns, max_ns, hist) = sum_series(cells().map(|c| &c.series));
-        let calls = hist.count();
-        if calls == 0 && nested == 0 {
-            continue;
-        }
-        let mut codes = std::mem::take(&mut results[i]);
-        codes.sort_unstable();
-        apis.push(ApiRecord {
-            symbol: hook.name().to_string(),
-            calls,
-            nested,
-            total_ns,
-            max_ns,
-            bytes: cells().map(|c| c.bytes.load(Relaxed)).sum(),
-            results: codes,
-            hist,
-        });
-    }
+    let (apis, syncs, copies) = record::with_blocks(|blocks| {
+        (
+            api_records(blocks),
+            sync_records(blocks),
+            copy_records(blocks),
+        )
+    });
     let driver_ns = apis.iter().map(|a| a.total_ns).sum();
-    let syncs = SyncCause::ALL
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &cause)| {
-            let (total_ns, max_ns, hist) =
-                sum_series(blocks.iter().filter_map(move |b| b.syncs.get(i)));
-            let calls = hist.count();
-            (calls > 0).then_some(SyncRecord {
-                cause,
-                calls,
-                total_ns,
-                max_ns,
-                hist,
-            })
-        })
-        .collect();
-    let mut copies = Vec::new();
-    for (d, &direction) in Direction::ALL.iter().enumerate() {
-        for (k, &host) in HostKind::ALL.iter().enumerate() {
-            let cells = || {
-                blocks
-                    .iter()
-                    .filter_map(move |b| b.copies.get(d).and_then(|row| row.get(k)))
-            };
-            let calls: u64 = cells().map(|c| c.calls.load(Relaxed)).sum();
-            if calls > 0 {
-                copies.push(CopyRecord {
-                    direction,
-                    host,
-                    calls,
-                    bytes: cells().map(|c| c.bytes.load(Relaxed)).sum(),
-                });
-            }
-        }
-    }
     let identity = IDENTITY.get();
     Dump {
         schema: SCHEMA_NAME.into(),
@@ -180,70 +133,256 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
     }
 }
 
+fn api_records(blocks: &[ThreadStats]) -> Vec<ApiRecord> {
+    let mut results: Vec<Vec<(u32, u64)>> = vec![Vec::new(); HOOK_COUNT];
+    for (hook, code, count) in record::errors() {
+        if let Some(r) = results.get_mut(hook) {
+            r.push((code, count));
+        }
+    }
+    let mut apis = Vec::new();
+    for (i, hook) in ALL_HOOKS.iter().enumerate() {
+        let cells = || blocks.iter().filter_map(move |b| b.apis.get(i));
+        let nested: u64 = cells().map(|c| c.nested.load(Relaxed)).sum();
+        let (total_ns, max_ns, hist) = sum_series(cells().map(|c| &c.series));
+        let calls = hist.count();
+        if calls == 0 && nested == 0 {
+            continue;
+        }
+        let mut codes = std::mem::take(&mut results[i]);
+        codes.sort_unstable();
+        apis.push(ApiRecord {
+            symbol: hook.name().to_string(),
+            calls,
+            nested,
+            total_ns,
+            max_ns,
+            bytes: cells().map(|c| c.bytes.load(Relaxed)).sum(),
+            results: codes,
+            hist,
+        });
+    }
+    apis
+}
+
+fn sync_records(blocks: &[ThreadStats]) -> Vec<SyncRecord> {
+    SyncCause::ALL
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &cause)| {
+            let (total_ns, max_ns, hist) =
+                sum_series(blocks.iter().filter_map(move |b| b.syncs.get(i)));
+            let calls = hist.count();
+            (calls > 0).then_some(SyncRecord {
+                cause,
+                calls,
+                total_ns,
+                max_ns,
+                hist,
+            })
+        })
+        .collect()
+}
+
+fn copy_records(blocks: &[ThreadStats]) -> Vec<CopyRecord> {
+    let mut copies = Vec::new();
+    for (d, &direction) in Direction::ALL.iter().enumerate() {
+        for (k, &host) in HostKind::ALL.iter().enumerate() {
+            let cells = || {
+                blocks
+                    .iter()
+                    .filter_map(move |b| b.copies.get(d).and_then(|row| row.get(k)))
+            };
+            let calls: u64 = cells().map(|c| c.calls.load(Relaxed)).sum();
+            if calls > 0 {
+                copies.push(CopyRecord {
+                    direction,
+                    host,
+                    calls,
+                    bytes: cells().map(|c| c.bytes.load(Relaxed)).sum(),
+                });
+            }
+        }
+    }
+    copies
+}
+
 static WRITE_SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Writes the dump atomically: a private temp file (never following a symlink, never
-/// world-writable) renamed over `gpuspy-<host>-<pid>.json`.
-pub fn write(times: Times, complete: bool) {
-    let Some(dir) = config().map(|c| c.out_dir.as_path()) else {
+/// world-writable), flushed to disk, renamed over `gpuspy-<host>-<pid>.json`.
+pub fn write(times: Times, complete: bool, ended_by: Option<Ending>) {
+    let Some(config) = config() else {
         return;
     };
-    let dump = snapshot(times, complete);
-    if let Err(e) = write_to(dir, &dump) {
+    let mut dump = snapshot(times, complete);
+    dump.ended_by = ended_by;
+    if let Err(e) = write_to(&config.out_dir, &dump, config.fsync) {
         warn_once(&format!(
             "cannot write dumps to {}: {e}; the program runs on unaffected",
-            dir.display()
+            config.out_dir.display()
         ));
     }
 }
 
-fn write_to(dir: &Path, dump: &Dump) -> std::io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o755)
-        .create(dir)?;
+fn write_to(dir: &Path, dump: &Dump, fsync: bool) -> io::Result<()> {
     let name = dump_name(&dump.process);
-    let json = serde_json::to_vec(dump).map_err(std::io::Error::other)?;
-    let (tmp, mut file) = create_temp(dir, &name)?;
-    let written = file.write_all(&json).and_then(|_| file.flush());
+    let json = serde_json::to_vec(dump).map_err(io::Error::other)?;
+    within_file_size_limit(json.len())?;
+    let dir = open_out_dir(dir)?;
+    let (tmp, mut file) = create_temp(&dir, &name)?;
+    let written = file
+        .write_all(&json)
+        .and_then(|_| if fsync { file.sync_all() } else { Ok(()) });
     drop(file);
-    match written.and_then(|_| std::fs::rename(&tmp, dir.join(&name))) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
+    let name = c_name(&name)?;
+    // SAFETY: both names are NUL-terminated and relative to the directory we hold open.
+    let renamed = written.and_then(|_| {
+        cvt(unsafe {
+            libc::renameat(
+                dir.as_raw_fd(),
+                tmp.as_ptr(),
+                dir.as_raw_fd(),
+                name.as_ptr(),
+            )
+        })
+    });
+    if let Err(e) = renamed {
+        // SAFETY: as above.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+        return Err(e);
     }
+    if fsync {
+        // The rename itself is durable only once the directory is.
+        // SAFETY: our own open descriptor.
+        cvt(unsafe { libc::fsync(dir.as_raw_fd()) })?;
+    }
+    Ok(())
 }
 
-/// A new private temp file beside the dump. Anything already at a temp name (a file left by
-/// a killed process with the same pid, or a planted symlink) is neither followed nor
+/// A write past `ulimit -f` would raise SIGXFSZ, which kills the program: refuse it first.
+fn within_file_size_limit(len: usize) -> io::Result<()> {
+    let mut limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: limit is a valid rlimit to write.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) })?;
+    if limit.rlim_cur != libc::RLIM_INFINITY && len as u64 > limit.rlim_cur {
+        return Err(io::Error::other(format!(
+            "the dump ({len} bytes) is over the file-size limit (ulimit -f: {} bytes)",
+            limit.rlim_cur
+        )));
+    }
+    Ok(())
+}
+
+/// Opens the output directory, creating it if need be, and vets one that gpuspy did not just
+/// create the way OpenSSH's StrictModes vets a user's files: it must belong to this user
+/// (or root) and must not be writable by every user unless it has the sticky bit, and a
+/// symbolic link to it must belong to this user or root. Otherwise another user could plant
+/// or replace dumps. Everything after this is done relative to the descriptor, so the path
+/// cannot be swapped underneath.
+fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
+    if let Some(parent) = dir.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent)?;
+    }
+    let created = match std::fs::DirBuilder::new().mode(0o755).create(dir) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+        Err(e) => return Err(e),
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let trusted = |owner: u32| owner == me || owner == 0;
+    let link = std::fs::symlink_metadata(dir)?;
+    if link.file_type().is_symlink() && !trusted(link.uid()) {
+        return Err(io::Error::other(format!(
+            "it is a symbolic link owned by another user (uid {}); set GPUSPY_OUT to a directory of your own",
+            link.uid()
+        )));
+    }
+    let path = c_name(dir.as_os_str())?;
+    // SAFETY: a NUL-terminated path; the descriptor is owned below.
+    let fd = cvt(unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: a descriptor we just opened and own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let meta = std::fs::File::from(fd.try_clone()?).metadata()?;
+    if !created {
+        if !trusted(meta.uid()) {
+            return Err(io::Error::other(format!(
+                "it belongs to another user (uid {}); set GPUSPY_OUT to a directory of your own",
+                meta.uid()
+            )));
+        }
+        let mode = meta.mode();
+        if mode & 0o002 != 0 && mode & 0o1000 == 0 {
+            return Err(io::Error::other(format!(
+                "every user may write to it (mode {:o}) and it has no sticky bit; set GPUSPY_OUT to a directory of your own",
+                mode & 0o7777
+            )));
+        }
+    }
+    Ok(fd)
+}
+
+/// A new private temp file in `dir`. Anything already at a temp name (a file left by a
+/// killed process with the same pid, or a planted symlink) is neither followed nor
 /// overwritten: the next name is tried.
-fn create_temp(dir: &Path, name: &str) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
-    let mut last = std::io::Error::from(std::io::ErrorKind::AlreadyExists);
+fn create_temp(dir: &OwnedFd, name: &str) -> io::Result<(CString, std::fs::File)> {
+    let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
     for _ in 0..16 {
-        let tmp = dir.join(format!(".{name}.{}.tmp", WRITE_SEQ.fetch_add(1, Relaxed)));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&tmp)
-        {
-            Ok(file) => return Ok((tmp, file)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = e,
+        let tmp = c_name(format!(".{name}.{}.tmp", WRITE_SEQ.fetch_add(1, Relaxed)))?;
+        // SAFETY: a NUL-terminated name relative to an open directory.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                tmp.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o644,
+            )
+        };
+        match cvt(fd) {
+            // SAFETY: a descriptor we just opened and own.
+            Ok(fd) => return Ok((tmp, unsafe { std::fs::File::from_raw_fd(fd) })),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
             Err(e) => return Err(e),
         }
     }
     Err(last)
 }
 
+fn c_name(name: impl AsRef<std::ffi::OsStr>) -> io::Result<CString> {
+    CString::new(name.as_ref().as_bytes()).map_err(io::Error::other)
+}
+
+/// -1 from a libc call as the `io::Error` of errno.
+fn cvt(result: libc::c_int) -> io::Result<libc::c_int> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(result)
+    }
+}
+
 /// `gpuspy-<host>-<pid>.json`, or `gpuspy-r<rank>-<host>-<pid>.json` in a distributed job
-/// (the pid stays: DataLoader workers inherit their rank's variables), with `-restart<n>`
-/// added after a torchelastic restart.
+/// (the pid stays: DataLoader workers inherit their rank's variables), with `-exec<n>` after
+/// the pid for the image after the n-th `exec`, and `-restart<n>` added after a
+/// torchelastic restart.
 fn dump_name(p: &Process) -> String {
     let host = &p.host;
-    let pid = p.pid;
+    let pid = match p.image {
+        0 => p.pid.to_string(),
+        n => format!("{}-exec{n}", p.pid),
+    };
     match &p.rank {
         Some(r) => {
             let restart = r

@@ -29,6 +29,7 @@ mod clock;
 mod doors;
 mod dump;
 mod effect;
+mod exec;
 mod gpu;
 mod hooks;
 mod hostmem;
@@ -36,6 +37,7 @@ mod launch;
 mod lifecycle;
 mod nccl;
 mod record;
+mod signals;
 mod tls;
 mod unwrapped;
 

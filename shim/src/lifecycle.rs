@@ -1,33 +1,44 @@
 //! When the shim starts recording, and when it writes.
 //!
-//! No constructor: nothing runs at load time. The first intercepted call of a process
-//! reads the environment once (`Config`), picks the clock, maps the arena and registers the
-//! fork handler; threads that arrive while that is under way pass straight through rather
-//! than wait. The first call of each process generation (the process itself, or a forked
-//! child) records its start and starts the periodic flusher.
+//! At load time a constructor reads the environment once (`Config`) and fixes the output
+//! directory as an absolute path, before the program can `chdir`. Nothing else runs then.
+//! The first intercepted call of a process picks the clock, maps the arena and registers
+//! the fork handler; threads that arrive while that is under way pass straight through
+//! rather than wait. The first call of each process generation (the process itself, a
+//! forked child, or a new image after `exec`) records its start, starts the writer thread
+//! and installs the signal handlers (`signals.rs`).
 //!
 //! Dumps are written at normal exit (a `.fini_array` destructor, which runs after the
 //! program's `atexit` handlers, so the CUDA runtime's own teardown calls are counted), at
-//! `_exit`/`_Exit`, and every `GPUSPY_FLUSH_S` seconds. A fork child starts from zero.
+//! `_exit`/`_Exit`, just before `exec` (`exec.rs`), by the writer thread every
+//! `GPUSPY_FLUSH_S` seconds, and by the writer thread when a signal is about to end the
+//! process. A fork child starts from zero.
 
-use crate::{clock, dump, record, unwrapped};
+use crate::{clock, dump, record, signals, unwrapped};
+use gpuspy_format::Ending;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Everything the environment says, read once.
 #[derive(Debug)]
 pub struct Config {
+    /// Absolute unless the working directory could not be read at load time.
     pub out_dir: PathBuf,
     pub flush_every: Option<Duration>,
     pub enabled: bool,
     pub force_monotonic: bool,
     /// `GPUSPY_RUN_TOKEN`, set by `gpuspy run`; copied into every dump.
     pub run_token: Option<String>,
-    /// `GPUSPY_IMAGE`: how many `exec`s of this pid came before this image (set by the
-    /// shim's exec wrappers in the new image's environment).
+    /// How many `exec`s of this pid came before this image: `GPUSPY_IMAGE=<pid>:<n>`, set
+    /// by the exec wrappers in the new image's environment, counts only for that pid (a
+    /// child that inherits the variable is a first image).
     pub image: u32,
+    /// `GPUSPY_CMDLINE=0`: record the program's name but none of its arguments.
+    pub record_args: bool,
+    /// `GPUSPY_FSYNC=0`: skip the `fsync` of each dump and its directory.
+    pub fsync: bool,
 }
 
 impl Config {
@@ -37,17 +48,26 @@ impl Config {
             .and_then(|v| v.parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .unwrap_or(10.0);
+        let out_dir = var("GPUSPY_OUT").map_or_else(|| PathBuf::from("gpuspy-out"), PathBuf::from);
         Config {
-            out_dir: var("GPUSPY_OUT").map_or_else(|| PathBuf::from("gpuspy-out"), PathBuf::from),
+            out_dir: std::path::absolute(&out_dir).unwrap_or(out_dir),
             flush_every: (flush_s > 0.0).then(|| Duration::from_secs_f64(flush_s)),
             enabled: var("GPUSPY_DISABLE").is_none_or(|v| v == "0"),
             force_monotonic: var("GPUSPY_CLOCK").is_some_and(|v| v == "monotonic"),
             run_token: var("GPUSPY_RUN_TOKEN"),
             image: var("GPUSPY_IMAGE")
-                .and_then(|v| v.parse().ok())
+                .and_then(|v| image_of(&v, std::process::id()))
                 .unwrap_or(0),
+            record_args: var("GPUSPY_CMDLINE").is_none_or(|v| v != "0"),
+            fsync: var("GPUSPY_FSYNC").is_none_or(|v| v != "0"),
         }
     }
+}
+
+/// The image number in a `GPUSPY_IMAGE` value, if it was set for process `pid`.
+fn image_of(value: &str, pid: u32) -> Option<u32> {
+    let (for_pid, n) = value.split_once(':')?;
+    (for_pid.parse::<u32>().ok()? == pid).then(|| n.parse().ok())?
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -55,6 +75,19 @@ static CONFIG: OnceLock<Config> = OnceLock::new();
 pub fn config() -> Option<&'static Config> {
     CONFIG.get()
 }
+
+/// At load: the environment and the working directory as the program was started with them.
+#[cfg_attr(test, allow(dead_code))]
+extern "C" fn on_load() {
+    CONFIG.get_or_init(Config::from_env);
+    crate::exec::resolve_real_functions();
+}
+
+// Not in the shim's own unit tests, which set the environment themselves.
+#[cfg(not(test))]
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = on_load;
 
 const UNINIT: u8 = 0;
 const INITIALISING: u8 = 1;
@@ -142,7 +175,8 @@ fn activate() -> bool {
         // /proc gives 10 ms resolution: never let the start fall after the first call.
         START_UNIX_NS.store(process_start_unix_ns().map_or(now, |s| s.min(now)), Relaxed);
         dump::capture_process_info();
-        start_flusher();
+        start_writer();
+        signals::install();
     }
     HOT.ns_per_tick_q32.store(clock::ns_per_tick_q32(), Relaxed);
     HOT.active.store(clock::chosen() as u8, Release);
@@ -167,50 +201,138 @@ extern "C" fn on_fork_child() {
     GENERATION.fetch_add(1, Relaxed);
     FINAL_WRITTEN.store(false, Relaxed);
     WRITING.store(false, Relaxed);
+    SIGNAL_REQUEST.store(0, Relaxed);
+    SIGNAL_DUMP_DONE.store(false, Relaxed);
+    // The parent's wake-up pipe is the parent's writer's: never write to it from here.
+    for fd in [&WAKE_READ, &WAKE_WRITE] {
+        let fd = fd.swap(-1, Relaxed);
+        if fd >= 0 {
+            // SAFETY: our own descriptor; close is async-signal-safe.
+            unsafe { libc::close(fd) };
+        }
+    }
     record::reset_arena();
     unwrapped::reset();
     crate::nccl::reset();
     crate::gpu::on_fork_child();
 }
 
-fn start_flusher() {
-    let Some(every) = config().and_then(|c| c.flush_every) else {
+/// The writer thread's wake-up pipe (a self-pipe: a signal handler may write to it).
+static WAKE_READ: AtomicI32 = AtomicI32::new(-1);
+static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
+/// The signal whose dump a handler asked for (0: none), and whether it has been written.
+static SIGNAL_REQUEST: AtomicI32 = AtomicI32::new(0);
+static SIGNAL_DUMP_DONE: AtomicBool = AtomicBool::new(false);
+
+/// Starts the writer thread of this process generation: it writes a dump every
+/// `GPUSPY_FLUSH_S` seconds, and at once when a signal handler asks.
+fn start_writer() {
+    let mut fds = [-1; 2];
+    // SAFETY: fds has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        dump::warn_once("could not start the writer thread; dumps are written at exit only");
         return;
-    };
+    }
+    let flush_ms = config().and_then(|c| c.flush_every).map_or(-1, |every| {
+        every.as_millis().clamp(1, i32::MAX as u128) as i32
+    });
     let generation = GENERATION.load(Relaxed);
-    let spawned = std::thread::Builder::new()
-        .name("gpuspy-flush".into())
-        .spawn(move || loop {
-            std::thread::sleep(every);
-            if GENERATION.load(Relaxed) != generation || FINAL_WRITTEN.load(Relaxed) {
-                return;
-            }
-            write(false);
-        });
-    if spawned.is_err() {
-        dump::warn_once("could not start the flush thread; dumps are written at exit only");
+    let spawned = signals::spawn_without_signals("gpuspy-writer", move || {
+        writer(fds[0], flush_ms, generation)
+    });
+    if spawned {
+        WAKE_READ.store(fds[0], Relaxed);
+        WAKE_WRITE.store(fds[1], Release);
+    } else {
+        dump::warn_once("could not start the writer thread; dumps are written at exit only");
+        // SAFETY: the two descriptors just made.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
     }
 }
 
-/// Serialises dump writers: the flusher never overwrites the final dump.
+fn writer(wake: libc::c_int, flush_ms: libc::c_int, generation: u32) {
+    let mut poll = libc::pollfd {
+        fd: wake,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        let woken = unsafe { libc::poll(&mut poll, 1, flush_ms) } > 0;
+        if GENERATION.load(Relaxed) != generation || FINAL_WRITTEN.load(Acquire) {
+            return;
+        }
+        if woken {
+            let mut drain = [0u8; 16];
+            // SAFETY: a non-blocking read into a local buffer.
+            while unsafe { libc::read(wake, drain.as_mut_ptr().cast(), drain.len()) } > 0 {}
+        }
+        match SIGNAL_REQUEST.load(Acquire) {
+            0 if woken => {}
+            0 => write(Dump::Periodic),
+            signal => {
+                write(Dump::Final(Some(Ending::Signal(signal))));
+                SIGNAL_DUMP_DONE.store(true, Release);
+                return;
+            }
+        }
+    }
+}
+
+/// Called from a signal handler: asks the writer thread for the dump that `signal` is about
+/// to cut short and says whether one will come (`signal_dump_written` tells when).
+/// Async-signal-safe: atomics, `getpid` and one `write` to a pipe.
+pub fn request_signal_dump(signal: libc::c_int) -> bool {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    let wake = WAKE_WRITE.load(Acquire);
+    if wake < 0 || !active() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
+        return false;
+    }
+    // A second signal, on another thread, waits for the first one's dump.
+    let _ = SIGNAL_REQUEST.compare_exchange(0, signal, AcqRel, Acquire);
+    // SAFETY: one byte from a local to our pipe; write is async-signal-safe.
+    unsafe { libc::write(wake, [1u8].as_ptr().cast(), 1) };
+    true
+}
+
+pub fn signal_dump_written() -> bool {
+    SIGNAL_DUMP_DONE.load(Acquire)
+}
+
+/// What a write is for.
+#[derive(Clone, Copy)]
+enum Dump {
+    /// The writer thread's periodic flush of a running process.
+    Periodic,
+    /// Just before `exec`: complete, but the image runs on if `exec` fails.
+    BeforeExec,
+    /// The image is ending: exit, `_exit`, or a signal (then nothing is written after it).
+    Final(Option<Ending>),
+}
+
+/// Serialises dump writers: the periodic flush never overwrites a final dump.
 static WRITING: AtomicBool = AtomicBool::new(false);
 static FINAL_WRITTEN: AtomicBool = AtomicBool::new(false);
 
-/// Writes this process's dump if it made driver calls. `complete` marks the exit dump,
-/// after which nothing is written again.
-fn write(complete: bool) {
+/// Writes this process's dump if it made driver calls.
+fn write(what: Dump) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     if !active() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
         return;
     }
-    // The exit path waits for a periodic write in progress (bounded); the flusher gives way.
+    // A final or pre-exec write waits for a periodic write in progress (bounded); the
+    // periodic one gives way.
     let mut spins = 0;
     while WRITING
         .compare_exchange(false, true, Acquire, Relaxed)
         .is_err()
     {
-        if !complete || spins > 2_000 {
+        if matches!(what, Dump::Periodic) || spins > 2_000 {
             return;
         }
         spins += 1;
@@ -221,17 +343,34 @@ fn write(complete: bool) {
             start_unix_ns: START_UNIX_NS.load(Relaxed),
             first_call_unix_ns: FIRST_CALL_UNIX_NS.load(Relaxed),
         };
-        let _ = std::panic::catch_unwind(|| dump::write(times, complete));
-        if complete {
+        let (complete, ending) = match what {
+            Dump::Periodic => (false, None),
+            Dump::BeforeExec => (true, Some(Ending::Exec)),
+            Dump::Final(ending) => (true, ending),
+        };
+        let _ = std::panic::catch_unwind(|| dump::write(times, complete, ending));
+        if matches!(what, Dump::Final(_)) {
             FINAL_WRITTEN.store(true, Release);
         }
     }
     WRITING.store(false, Release);
 }
 
+/// Just before this image is replaced: its dump, GPU collection finished first.
+pub fn before_exec() {
+    crate::gpu::finish();
+    write(Dump::BeforeExec);
+}
+
+/// Whether this process generation records (so an `exec` of it is a new image of ours).
+pub fn owns_process() -> bool {
+    // SAFETY: getpid has no preconditions.
+    active() && OWNER_PID.load(Acquire) == unsafe { libc::getpid() } as u32
+}
+
 /// Normal exit and dlclose.
 extern "C" fn on_unload() {
-    write(true);
+    write(Dump::Final(None));
 }
 
 #[used]
@@ -242,7 +381,7 @@ type ExitFn = unsafe extern "C" fn(libc::c_int) -> !;
 
 fn exit_via(name: &std::ffi::CStr, status: libc::c_int) -> ! {
     crate::gpu::finish();
-    write(true);
+    write(Dump::Final(None));
     let real = crate::doors::lookup(libc::RTLD_NEXT, name);
     if !real.is_null() {
         // SAFETY: the next definition of _exit/_Exit, same signature.
@@ -293,6 +432,14 @@ fn process_start_unix_ns() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_image_number_counts_only_for_its_own_pid() {
+        assert_eq!(image_of("42:3", 42), Some(3));
+        assert_eq!(image_of("42:3", 43), None);
+        assert_eq!(image_of("3", 3), None);
+        assert_eq!(image_of("42:x", 42), None);
+    }
 
     #[test]
     fn process_start_is_in_the_past() {

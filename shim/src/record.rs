@@ -1,14 +1,18 @@
 //! The recorder: per-thread statistics blocks in one lazily committed anonymous mapping,
-//! and `intercept`, the hot path every wrapper runs.
+//! `begin`/`end`, the hot path every wrapper runs.
 //!
-//! Each thread that calls the driver claims a block (one `fetch_add`) on its first call and
-//! from then on is the only writer of that block. Updates are therefore relaxed loads and
-//! stores, not locked read-modify-writes (a `lock` prefix costs about 20 cycles, twice per
-//! call); the dump thread reads whole 8-byte words, which x86-64 and aarch64 never tear.
-//! Threads beyond `MAX_THREADS` get no block: their calls are forwarded and only counted in
-//! one shared atomic (`unrecorded_calls`). Pages of the mapping are committed only when
-//! first written, so the untouched part of a block costs nothing; a forked child gets a
-//! zeroed mapping back with one `madvise`.
+//! Each thread that calls the driver claims a block on its first call and from then on is
+//! the only writer of that block. Updates are therefore relaxed loads and stores, not locked
+//! read-modify-writes (a `lock` prefix costs about 20 cycles, twice per call); the dump
+//! thread reads whole 8-byte words, which x86-64 and aarch64 never tear.
+//!
+//! When a thread exits (a pthread key destructor), its block is folded into block 0, which
+//! holds the statistics of every thread that has ended, zeroed, and its slot freed for the
+//! next new thread. So any number of threads one after another are counted exactly, and
+//! `MAX_THREADS` bounds only the threads alive at once. Calls from threads beyond that are
+//! forwarded and only counted in one shared atomic (`unrecorded_calls`). Pages of the
+//! mapping are committed only when first written, so the untouched part of a block costs
+//! nothing; a forked child gets a zeroed mapping back with one `madvise`.
 
 use crate::clock;
 use crate::effect::Effect;
@@ -16,9 +20,10 @@ use crate::hooks::{CUresult, Hook, HOOK_COUNT};
 use crate::lifecycle;
 use crate::tls::{self, Local};
 use gpuspy_format::{hist, Direction, HostKind, SyncCause};
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
-pub const MAX_THREADS: usize = 1024;
+/// Threads recorded at once.
+pub const MAX_THREADS: usize = 2048;
 const DIRECTIONS: usize = Direction::ALL.len();
 const HOST_KINDS: usize = HostKind::ALL.len();
 const SYNC_CAUSES: usize = SyncCause::ALL.len();
@@ -43,12 +48,18 @@ pub struct CopyCell {
     pub bytes: AtomicU64,
 }
 
-#[repr(C)]
+/// One thread's statistics. Page-aligned, so that a freed block is zeroed by one `madvise`.
+#[repr(C, align(4096))]
 pub struct ThreadStats {
     pub apis: [ApiCell; HOOK_COUNT],
     pub syncs: [Series; SYNC_CAUSES],
     pub copies: [[CopyCell; HOST_KINDS]; DIRECTIONS],
 }
+
+/// Block 0 holds the exited threads' statistics; slots 1..=MAX_THREADS are live threads'.
+const BLOCKS: usize = MAX_THREADS + 1;
+const BLOCK_BYTES: usize = std::mem::size_of::<ThreadStats>();
+const ARENA_BYTES: usize = BLOCKS * BLOCK_BYTES;
 
 static ARENA: AtomicPtr<ThreadStats> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -65,8 +76,21 @@ pub fn exclude_current_thread() {
         l.depth.set(1);
     }
 }
-static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+/// Slots handed out fresh so far: blocks 1..=HIGH_WATER have been used.
+static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
+/// Whether slot i (index i - 1) belongs to a live thread.
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE: AtomicBool = AtomicBool::new(false);
+static IN_USE: [AtomicBool; MAX_THREADS] = [FREE; MAX_THREADS];
+static THREADS_SEEN: AtomicU32 = AtomicU32::new(0);
 static UNRECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
+/// Held while a block is folded into block 0, and while a dump sums the blocks, so that a
+/// dump sees each exited thread's calls exactly once. A spin lock rather than a Mutex: a
+/// fork child must be able to reset it whatever thread of the parent held it.
+static FOLDING: AtomicBool = AtomicBool::new(false);
+/// The pthread key whose destructor retires an exiting thread's block (0: none yet).
+static EXIT_KEY: AtomicU32 = AtomicU32::new(0);
 
 /// Adds to a counter only this thread writes: a plain load and store, no lock.
 #[inline(always)]
@@ -74,9 +98,8 @@ fn bump(counter: &AtomicU64, by: u64) {
     counter.store(counter.load(Relaxed).wrapping_add(by), Relaxed);
 }
 
-const ARENA_BYTES: usize = MAX_THREADS * std::mem::size_of::<ThreadStats>();
-
-/// Reserves the arena. Cold; returns false when the mapping cannot be made.
+/// Reserves the arena and the thread-exit key. Cold; returns false when the mapping cannot
+/// be made.
 pub fn init_arena() -> bool {
     // SAFETY: a fresh private anonymous mapping; MAP_NORESERVE keeps untouched pages free.
     let p = unsafe {
@@ -92,6 +115,13 @@ pub fn init_arena() -> bool {
     if p == libc::MAP_FAILED {
         return false;
     }
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: key is writable; the destructor is a plain extern "C" fn. Without a key,
+    // slots are simply never reused.
+    if unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) } == 0 {
+        // Stored plus one: 0 means "no key".
+        EXIT_KEY.store(key + 1, Release);
+    }
     ARENA.store(p.cast(), Release);
     true
 }
@@ -104,7 +134,10 @@ pub fn reset_arena() {
         // makes its pages read back as zero.
         unsafe { libc::madvise(arena.cast(), ARENA_BYTES, libc::MADV_DONTNEED) };
     }
-    NEXT_SLOT.store(0, Relaxed);
+    HIGH_WATER.store(0, Relaxed);
+    IN_USE.iter().for_each(|u| u.store(false, Relaxed));
+    THREADS_SEEN.store(0, Relaxed);
+    FOLDING.store(false, Release);
     UNRECORDED_CALLS.store(0, Relaxed);
     ERRORS.iter().for_each(|e| {
         e.key.store(0, Relaxed);
@@ -115,23 +148,37 @@ pub fn reset_arena() {
     }
 }
 
-/// The blocks in use, for the dump.
-pub fn blocks() -> &'static [ThreadStats] {
+/// Runs `f` on the blocks in use, block 0 (exited threads) first, with no thread's block
+/// being folded meanwhile.
+pub fn with_blocks<R>(f: impl FnOnce(&[ThreadStats]) -> R) -> R {
     let arena = ARENA.load(Acquire);
     if arena.is_null() {
-        return &[];
+        return f(&[]);
     }
-    let used = NEXT_SLOT.load(Acquire).min(MAX_THREADS);
+    lock_folding();
+    let used = 1 + HIGH_WATER.load(Acquire).min(MAX_THREADS);
     // SAFETY: the first `used` blocks lie inside the mapping, which is never unmapped, and
     // all-zero bytes are valid atomics.
-    unsafe { std::slice::from_raw_parts(arena, used) }
+    let result = f(unsafe { std::slice::from_raw_parts(arena, used) });
+    FOLDING.store(false, Release);
+    result
 }
 
+fn lock_folding() {
+    while FOLDING
+        .compare_exchange_weak(false, true, Acquire, Relaxed)
+        .is_err()
+    {
+        std::thread::yield_now();
+    }
+}
+
+/// Threads that made at least one intercepted call, exited ones included.
 pub fn threads_seen() -> u32 {
-    NEXT_SLOT.load(Relaxed).min(MAX_THREADS) as u32
+    THREADS_SEEN.load(Relaxed)
 }
 
-/// Calls from threads past `MAX_THREADS`, forwarded without a block to record them in.
+/// Calls from threads past `MAX_THREADS` alive at once, forwarded without a block.
 pub fn unrecorded_calls() -> u64 {
     UNRECORDED_CALLS.load(Relaxed)
 }
@@ -143,15 +190,130 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
     if arena.is_null() {
         return None;
     }
-    let index = NEXT_SLOT.fetch_add(1, AcqRel);
-    if index >= MAX_THREADS {
-        UNRECORDED_CALLS.fetch_add(1, Relaxed);
-        return None;
-    }
-    // SAFETY: index < MAX_THREADS, inside the mapping.
-    let block = unsafe { &*arena.add(index) };
+    // A freed slot first (its pages are already zero), else a fresh one.
+    let high = HIGH_WATER.load(Acquire).min(MAX_THREADS);
+    let reused = (0..high).find(|&i| {
+        !IN_USE[i].load(Relaxed)
+            && IN_USE[i]
+                .compare_exchange(false, true, Acquire, Relaxed)
+                .is_ok()
+    });
+    let index = match reused {
+        Some(i) => i,
+        None => {
+            let i = HIGH_WATER.fetch_add(1, AcqRel);
+            if i >= MAX_THREADS {
+                HIGH_WATER.store(MAX_THREADS, Relaxed);
+                UNRECORDED_CALLS.fetch_add(1, Relaxed);
+                return None;
+            }
+            IN_USE[i].store(true, Relaxed);
+            i
+        }
+    };
+    THREADS_SEEN.fetch_add(1, Relaxed);
+    // SAFETY: index < MAX_THREADS, so block index + 1 lies inside the mapping.
+    let block = unsafe { &*arena.add(index + 1) };
     local.slot.set(block);
+    if let Some(key) = EXIT_KEY.load(Acquire).checked_sub(1) {
+        // SAFETY: a key we created; the value is only ever read back by on_thread_exit.
+        unsafe { libc::pthread_setspecific(key, (index + 1) as *const libc::c_void) };
+    }
     Some(block)
+}
+
+/// The pthread key destructor: the exiting thread's block goes into block 0 and its slot
+/// is freed. Runs on the exiting thread, after its last call unless another key's
+/// destructor calls the driver later, which then claims a slot again.
+extern "C" fn on_thread_exit(value: *mut libc::c_void) {
+    let slot = value as usize;
+    let arena = ARENA.load(Acquire);
+    let Some(local) = tls::local() else { return };
+    if arena.is_null() || !(1..=MAX_THREADS).contains(&slot) {
+        return;
+    }
+    // SAFETY: slot is within 1..=MAX_THREADS, inside the mapping.
+    let block = unsafe { &*arena.add(slot) };
+    // A forked child's reset left this thread without a block: the slot is not its own.
+    if !std::ptr::eq(local.slot.get(), block) {
+        return;
+    }
+    local.slot.set(std::ptr::null());
+    lock_folding();
+    // SAFETY: block 0 lies inside the mapping.
+    fold_into(unsafe { &*arena }, block);
+    zero(block);
+    FOLDING.store(false, Release);
+    IN_USE[slot - 1].store(false, Release);
+}
+
+/// Adds `from` into `into`. Pages of `from` never written are not read (mincore), so a
+/// thread that made a few kinds of call costs a few pages here.
+fn fold_into(into: &ThreadStats, from: &ThreadStats) {
+    const PAGE: usize = 4096;
+    let mut resident = [1u8; BLOCK_BYTES.div_ceil(PAGE)];
+    let base = from as *const ThreadStats as usize;
+    // SAFETY: the block is page-aligned and BLOCK_BYTES long; the vector has one byte per
+    // page. On failure every page counts as resident.
+    if unsafe {
+        libc::mincore(
+            base as *mut libc::c_void,
+            BLOCK_BYTES,
+            resident.as_mut_ptr(),
+        )
+    } != 0
+    {
+        resident.fill(1);
+    }
+    let touched = |start: *const u8, len: usize| {
+        let first = (start as usize - base) / PAGE;
+        let last = (start as usize - base + len - 1) / PAGE;
+        resident
+            .get(first..=last)
+            .is_none_or(|pages| pages.iter().any(|p| p & 1 != 0))
+    };
+    let add = |a: &AtomicU64, b: &AtomicU64| {
+        let v = b.load(Relaxed);
+        if v != 0 {
+            a.store(a.load(Relaxed).saturating_add(v), Relaxed);
+        }
+    };
+    let add_series = |a: &Series, b: &Series| {
+        add(&a.total_ns, &b.total_ns);
+        a.max_ns.fetch_max(b.max_ns.load(Relaxed), Relaxed);
+        a.hist.iter().zip(&b.hist).for_each(|(x, y)| add(x, y));
+    };
+    for (a, b) in into.apis.iter().zip(&from.apis) {
+        if touched((b as *const ApiCell).cast(), std::mem::size_of::<ApiCell>()) {
+            add(&a.nested, &b.nested);
+            add(&a.bytes, &b.bytes);
+            add_series(&a.series, &b.series);
+        }
+    }
+    for (a, b) in into.syncs.iter().zip(&from.syncs) {
+        add_series(a, b);
+    }
+    for (a, b) in into
+        .copies
+        .iter()
+        .flatten()
+        .zip(from.copies.iter().flatten())
+    {
+        add(&a.calls, &b.calls);
+        add(&a.bytes, &b.bytes);
+    }
+}
+
+/// Zeroes a block: gives its pages back, so it reads as zero and costs no memory.
+fn zero(block: &ThreadStats) {
+    let p = block as *const ThreadStats as *mut libc::c_void;
+    // SAFETY: the block is a page-aligned part of our private anonymous mapping.
+    if unsafe { libc::madvise(p, BLOCK_BYTES, libc::MADV_DONTNEED) } != 0 {
+        // Pages larger than 4 KiB: zero word by word.
+        // SAFETY: the block is BLOCK_BYTES of AtomicU64 words, all valid when zero.
+        let words = unsafe { std::slice::from_raw_parts(p as *const AtomicU64, BLOCK_BYTES / 8) };
+        words.iter().for_each(|w| w.store(0, Relaxed));
+    }
 }
 
 /// One intercepted call in flight. `block` is null when the call is not recorded

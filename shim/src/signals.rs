@@ -1,0 +1,93 @@
+//! Signals that end the process: the dump is written first, then the process dies of the
+//! same signal with the same wait status.
+//!
+//! At the first driver call of a process generation, each of SIGINT, SIGTERM, SIGHUP and
+//! SIGABRT whose disposition is still the default gets `on_signal`. A signal the program
+//! handles or ignores is left alone, and a handler the program installs later replaces ours
+//! (Python's KeyboardInterrupt, torchrun's SIGTERM handling): the program then exits its own
+//! way and the exit dump is written as usual. `exec` resets the dispositions, so a new image
+//! starts clean.
+//!
+//! The handler does nothing that is not async-signal-safe: it never allocates, locks or
+//! formats. It wakes the writer thread through its pipe, waits (at most `WAIT`) until the
+//! dump is written, restores the default disposition and raises the signal again, which is
+//! delivered, now fatal, when the handler returns. A thread interrupted inside `malloc`
+//! holds that arena's lock, which is why the writing happens on the writer thread, and why
+//! the wait is bounded: if the writer cannot finish in time the process still dies as it
+//! would have without gpuspy, only without the last dump. gpuspy's own threads block these
+//! signals, so the kernel delivers them to one of the program's threads.
+
+use crate::clock::monotonic_ns;
+use std::ffi::c_int;
+
+/// The signals whose default action ends the process and after which a dump is kept.
+const SIGNALS: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGABRT];
+/// How long a dying process waits for its dump.
+const WAIT_NS: u64 = 2_000_000_000;
+
+/// Installs `on_signal` for each of `SIGNALS` whose disposition is the default.
+pub fn install() {
+    for signal in SIGNALS {
+        // SAFETY: zeroed sigaction structs are valid; reading the current disposition.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut current) != 0
+                || current.sa_sigaction != libc::SIG_DFL
+            {
+                continue;
+            }
+            let mut ours: libc::sigaction = std::mem::zeroed();
+            ours.sa_sigaction = on_signal as extern "C" fn(c_int) as libc::sighandler_t;
+            ours.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut ours.sa_mask);
+            libc::sigaction(signal, &ours, std::ptr::null_mut());
+        }
+    }
+}
+
+extern "C" fn on_signal(signal: c_int) {
+    // SAFETY: __errno_location is this thread's errno; restored before returning.
+    let errno = unsafe { *libc::__errno_location() };
+    if crate::lifecycle::request_signal_dump(signal) {
+        // clock_gettime and nanosleep are async-signal-safe.
+        let deadline = monotonic_ns().saturating_add(WAIT_NS);
+        while !crate::lifecycle::signal_dump_written() && monotonic_ns() < deadline {
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 1_000_000,
+            };
+            // SAFETY: nanosleep is async-signal-safe; pause is a valid timespec.
+            unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+        }
+    }
+    // SAFETY: sigaction and raise are async-signal-safe. The signal stays blocked until this
+    // handler returns, then its default action ends the process.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(signal, &default, std::ptr::null_mut());
+        libc::raise(signal);
+        *libc::__errno_location() = errno;
+    }
+}
+
+/// Spawns a gpuspy thread with every signal blocked that the program could be sent, so
+/// that the kernel never picks it to run the program's (or our) handlers. Returns whether
+/// the thread started.
+pub fn spawn_without_signals(name: &str, f: impl FnOnce() + Send + 'static) -> bool {
+    // SAFETY: sigset_t values filled by sigfillset/sigdelset; the caller's mask is restored
+    // right after the spawn (a new thread inherits its creator's mask).
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut block);
+        // Faults are the thread's own doing and must stay deliverable.
+        for fault in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL] {
+            libc::sigdelset(&mut block, fault);
+        }
+        let mut previous: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut previous);
+        let spawned = std::thread::Builder::new().name(name.into()).spawn(f);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+        spawned.is_ok()
+    }
+}

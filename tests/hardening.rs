@@ -1,0 +1,352 @@
+use crate::support::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Everything in `dir`, temp files included.
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn dump(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn launches(dump: &Value) -> u64 {
+    dump["apis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["symbol"] == "cuLaunchKernel")
+        .map_or(0, |a| a["calls"].as_u64().unwrap())
+}
+
+fn name(path: &Path) -> &str {
+    path.file_name().unwrap().to_str().unwrap()
+}
+
+/// The hardening program, with the signals the tests send at their default dispositions
+/// (a harness started under nohup or in the background would otherwise pass SIG_IGN on)
+/// and no core files.
+fn hardening(args: &[&str], env: &[(&str, &str)], out: &Path) -> Command {
+    let mut cmd = command(&program("hardening"), args, env, out);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGABRT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &none);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Starts the program and waits for its "ready" line.
+fn spawn_ready(cmd: &mut Command) -> Child {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n");
+    child
+}
+
+/// Waits for the child, killing it (and failing) if it outlives a minute.
+fn wait(child: &mut Child) -> ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the program did not end");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_file_size_limit_never_kills_the_program() {
+    // At exit, and mid-run from the writer thread.
+    for (flush_s, sleep_ms) in [("0", "0"), ("0.02", "300")] {
+        let out = tempfile::tempdir().unwrap();
+        let mut cmd = hardening(
+            &["exit7", sleep_ms],
+            &[("GPUSPY_FLUSH_S", flush_s)],
+            out.path(),
+        );
+        // SAFETY: setrlimit is async-signal-safe. 512 bytes: less than any dump.
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 512,
+                    rlim_max: 512,
+                };
+                libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+                Ok(())
+            });
+        }
+        let output = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(7), "flush {flush_s}: {stderr}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "buffered output of exit7\n"
+        );
+        assert_eq!(
+            stderr.matches("gpuspy: cannot write dumps").count(),
+            1,
+            "{stderr}"
+        );
+        assert!(stderr.contains("file-size limit"), "{stderr}");
+        assert_eq!(
+            entries(out.path()),
+            Vec::<PathBuf>::new(),
+            "no temp file left"
+        );
+    }
+}
+
+#[test]
+fn exec_keeps_both_images_calls() {
+    for flush_s in ["0", "0.01"] {
+        let run = run("hardening", &["exec"], &[("GPUSPY_FLUSH_S", flush_s)]);
+        assert_eq!(run.stdout(), "after exec\n");
+        let mut dumps = run.dumps();
+        // The first image's dump first.
+        dumps.sort_by_key(|d| name(d).contains("-exec"));
+        assert_eq!(dumps.len(), 2, "{dumps:?}");
+        let (first, second) = (dump(&dumps[0]), dump(&dumps[1]));
+        let pid = first["process"]["pid"].as_u64().unwrap();
+        assert_eq!(second["process"]["pid"].as_u64(), Some(pid));
+        assert!(name(&dumps[0]).ends_with(&format!("-{pid}.json")));
+        assert!(name(&dumps[1]).ends_with(&format!("-{pid}-exec1.json")));
+        assert_eq!((launches(&first), launches(&second)), (100, 7));
+        assert_eq!(first["ended_by"], "exec");
+        assert_eq!(first["complete"], true);
+        assert_eq!(second["process"]["image"], 1);
+        assert_eq!(second["ended_by"], Value::Null);
+        assert_eq!(count(&run.report(), "cuLaunchKernel"), 107);
+    }
+}
+
+#[test]
+fn a_relative_output_directory_stays_where_the_program_started() {
+    for mode in ["chdir", "chdir-exec"] {
+        let cwd = tempfile::tempdir().unwrap();
+        let elsewhere = cwd.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let status = hardening(&[mode, s(&elsewhere)], &[], Path::new("out"))
+            .current_dir(cwd.path())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{mode}");
+        assert!(!elsewhere.join("out").exists(), "{mode}");
+        let dumps = entries(&cwd.path().join("out"));
+        let total: u64 = dumps.iter().map(|d| launches(&dump(d))).sum();
+        let expected = if mode == "chdir" { (1, 5) } else { (2, 107) };
+        assert_eq!((dumps.len(), total), expected, "{mode}: {dumps:?}");
+    }
+}
+
+#[test]
+fn every_call_of_thousands_of_threads_is_counted() {
+    // One after another: slots of exited threads are reused.
+    let seq = run("hardening", &["threads-seq", "3000"], &[]);
+    let d = dump(&seq.dumps()[0]);
+    assert_eq!(launches(&d), 9_000);
+    assert_eq!(
+        (d["threads"].as_u64(), d["unrecorded_calls"].as_u64()),
+        (Some(3000), Some(0))
+    );
+    // 1,024 alive at once.
+    let concurrent = run("hardening", &["threads-conc", "1024"], &[]);
+    let d = dump(&concurrent.dumps()[0]);
+    assert_eq!(launches(&d), 2_048);
+    assert_eq!(
+        (d["threads"].as_u64(), d["unrecorded_calls"].as_u64()),
+        (Some(1024), Some(0))
+    );
+}
+
+/// Sends `signal` to a program waiting for it and returns how it ended and its one dump.
+fn signalled(args: &[&str], signal: i32) -> (ExitStatus, String, Value) {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = spawn_ready(&mut hardening(args, &[("GPUSPY_FLUSH_S", "0")], out.path()));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let status = wait(&mut child);
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    (status, stdout, dump(&dumps[0]))
+}
+
+#[test]
+fn a_fatal_signal_keeps_the_dump_and_the_same_wait_status() {
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let (status, _, d) = signalled(&["wait-signal"], signal);
+        assert_eq!(status.signal(), Some(signal));
+        assert_eq!(launches(&d), 50);
+        assert_eq!(d["ended_by"]["signal"], signal);
+        assert_eq!(d["complete"], true);
+    }
+}
+
+#[test]
+fn a_signal_on_a_thread_inside_malloc_keeps_the_dump() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = hardening(&["malloc-signal"], &[("GPUSPY_FLUSH_S", "0")], out.path())
+        .spawn()
+        .unwrap();
+    assert_eq!(wait(&mut child).signal(), Some(libc::SIGTERM));
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1);
+    assert_eq!(launches(&dump(&dumps[0])), 50);
+}
+
+#[test]
+fn abort_keeps_the_dump() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = hardening(&["abort"], &[("GPUSPY_FLUSH_S", "0")], out.path())
+        .spawn()
+        .unwrap();
+    assert_eq!(wait(&mut child).signal(), Some(libc::SIGABRT));
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1);
+    let d = dump(&dumps[0]);
+    assert_eq!(launches(&d), 50);
+    assert_eq!(d["ended_by"]["signal"], libc::SIGABRT);
+}
+
+#[test]
+fn the_programs_own_signal_handler_keeps_working() {
+    // Installed before the first driver call (gpuspy leaves it alone) or after (it replaces
+    // gpuspy's): either way the program's handler runs, and its _exit writes the dump.
+    for when in ["before", "after"] {
+        let (status, stdout, d) = signalled(&["own-handler", when], libc::SIGTERM);
+        assert_eq!(status.code(), Some(3), "{when}");
+        assert_eq!(stdout, "handled\n", "{when}");
+        assert_eq!(launches(&d), 50, "{when}");
+        assert_eq!(d["ended_by"], Value::Null, "{when}");
+    }
+}
+
+#[test]
+fn secret_option_values_never_reach_the_dump() {
+    let args = [
+        "10",
+        "1",
+        "--password=hunter2",
+        "--api-key",
+        "k3y-value",
+        "--tokenizer",
+        "gpt2",
+    ];
+    let full = run("linked", &args, &[]);
+    let raw = std::fs::read_to_string(&full.dumps()[0]).unwrap();
+    assert!(!raw.contains("hunter2") && !raw.contains("k3y-value"));
+    let cmdline = &dump(&full.dumps()[0])["process"]["cmdline"];
+    assert_eq!(
+        cmdline.as_array().unwrap()[1..],
+        [
+            "10",
+            "1",
+            "--password=<redacted>",
+            "--api-key",
+            "<redacted>",
+            "--tokenizer",
+            "gpt2"
+        ]
+    );
+    let bare = run("linked", &args, &[("GPUSPY_CMDLINE", "0")]);
+    let cmdline = dump(&bare.dumps()[0])["process"]["cmdline"].clone();
+    assert_eq!(cmdline.as_array().unwrap().len(), 1, "{cmdline}");
+    assert!(cmdline[0].as_str().unwrap().ends_with("/linked"));
+}
+
+/// Runs `linked` with GPUSPY_OUT=out: (its dumps there, gpuspy's warning if any).
+fn linked_into(out: &Path) -> (usize, String) {
+    let output = command(&program("linked"), &["10", "1"], &[], out)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("linked: done"));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let dumps = entries(out)
+        .iter()
+        .filter(|p| name(p).starts_with("gpuspy-"))
+        .count();
+    (dumps, stderr)
+}
+
+#[test]
+fn an_output_directory_others_control_is_refused_and_the_program_runs_on() {
+    use std::os::unix::fs::{chown, lchown, PermissionsExt};
+    let set_mode = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    let top = tempfile::tempdir().unwrap();
+    // Writable by every user, no sticky bit: refused; with the sticky bit: used.
+    let open = top.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    set_mode(&open, 0o777);
+    let (dumps, warning) = linked_into(&open);
+    assert_eq!(dumps, 0);
+    assert!(warning.contains("no sticky bit"), "{warning}");
+    set_mode(&open, 0o1777);
+    assert_eq!(linked_into(&open), (1, String::new()));
+    // A symlink of this user's to a directory of this user's is followed.
+    let target = top.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let link = top.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    assert_eq!(linked_into(&link).0, 1);
+    assert_eq!(entries(&target).len(), 1);
+
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: the cases owned by another user are skipped");
+        return;
+    }
+    let nobody = Some(65534);
+    let theirs = top.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    chown(&theirs, nobody, nobody).unwrap();
+    let (dumps, warning) = linked_into(&theirs);
+    assert_eq!(dumps, 0);
+    assert!(
+        warning.contains("belongs to another user (uid 65534)"),
+        "{warning}"
+    );
+    let their_link = top.path().join("their-link");
+    std::os::unix::fs::symlink(&target, &their_link).unwrap();
+    lchown(&their_link, nobody, nobody).unwrap();
+    let (_, warning) = linked_into(&their_link);
+    assert!(
+        warning.contains("symbolic link owned by another user"),
+        "{warning}"
+    );
+    assert_eq!(
+        entries(&target).len(),
+        1,
+        "nothing new written through their link"
+    );
+}
