@@ -111,8 +111,9 @@ fn a_2ms_delay_lands_in_the_bucket_of_the_time_the_program_saw() {
     let r = run.report();
     let sync = api(&r, "cuStreamSynchronize");
     assert_eq!(sync["count"], 5);
-    // The shim's clock (CLOCK_REALTIME) may be slewed by NTP against the program's
-    // (CLOCK_MONOTONIC) by up to 0.05 %: 0.1 % of slack above.
+    // The shim counts TSC ticks calibrated against CLOCK_MONOTONIC over 2 ms (shim
+    // clock.rs), the program reads CLOCK_MONOTONIC: 0.1 % of slack above for the
+    // calibration's error.
     let slack = |ns: u64| ns + ns / 1000;
     let total = sync["total_ns"].as_u64().unwrap();
     assert!(
@@ -121,17 +122,14 @@ fn a_2ms_delay_lands_in_the_bucket_of_the_time_the_program_saw() {
     );
     // A quantile is the middle of its bucket, whose width is at most 1/16 of its low end:
     // within 1/32 of the true value (and never above the largest).
-    let within = |v: u64, low: u64, high: u64| v >= low - low / 32 && v <= high + high / 32;
+    let within = |v: u64, low: u64, high: u64| v >= low - low / 32 && v <= slack(high + high / 32);
     let p50 = sync["p50_ns"].as_u64().unwrap();
     assert!(within(p50, 2_000_000, seen[2]), "p50 {p50}, saw {seen:?}");
     let p99 = sync["p99_ns"].as_u64().unwrap();
-    assert!(
-        within(p99, seen[0].max(2_000_000), seen[4]),
-        "p99 {p99}, saw {seen:?}"
-    );
+    assert!(within(p99, 2_000_000, seen[4]), "p99 {p99}, saw {seen:?}");
     let max = sync["max_ns"].as_u64().unwrap();
     assert!(
-        (2_000_000..=seen[4]).contains(&max),
+        (2_000_000..=slack(seen[4])).contains(&max),
         "max {max}, saw {seen:?}"
     );
 }
