@@ -1,6 +1,7 @@
 /* A training step as a naive PyTorch loop drives the driver: a batch copied from pageable
  * memory, a burst of small kernels, and a .item() (device-to-host copy + sync) for logging.
- * Used by tools/main.sh against the fake driver when there is no GPU. */
+ * Used by tools/main.sh against the fake driver when there is no GPU, and by the tests.
+ * Arguments: STEPS (default 100), then the batch size in bytes (default 4 MiB). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,7 +17,7 @@ CUresult cuStreamSynchronize(void *);
 
 int main(int argc, char **argv) {
     int steps = argc > 1 ? atoi(argv[1]) : 100;
-    size_t batch = 4 << 20;
+    size_t batch = argc > 2 ? strtoull(argv[2], 0, 10) : 4 << 20;
     char *host = malloc(batch); /* pageable: the copy below cannot overlap */
     CUdeviceptr input, loss;
     float value;

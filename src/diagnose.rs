@@ -236,6 +236,7 @@ pub mod synthetic {
             launches: 0,
             copied_bytes: 0,
             verdict: None,
+            findings: Vec::new(),
             gpu: None,
         });
         Builder(p)

@@ -137,6 +137,8 @@ pub struct ProcessInfo {
     pub copied_bytes: u64,
     /// The verdict of this process's own diagnosis, if it had a warning.
     pub verdict: Option<&'static str>,
+    /// Every finding of that diagnosis, warnings and below (`rank_verdicts` compares them).
+    pub findings: Vec<&'static str>,
     /// What the GPU itself reported to this process (NVML, CUPTI), if the shim collected it.
     pub gpu: Option<Box<Gpu>>,
 }
@@ -220,9 +222,10 @@ impl Profile {
         let mut p = Profile::default();
         for file in dump_files(paths)? {
             let mut one = Profile::from_dump(&file, &load(&file)?);
-            let verdict = crate::diagnose::diagnose(&one).verdict().map(|f| f.id);
+            let diagnosis = crate::diagnose::diagnose(&one);
             if let Some(me) = one.processes.first_mut() {
-                me.verdict = verdict;
+                me.verdict = diagnosis.verdict().map(|f| f.id);
+                me.findings = diagnosis.findings.iter().map(|f| f.id).collect();
             }
             p.absorb(&one);
         }
@@ -253,6 +256,7 @@ impl Profile {
             launches: 0,
             copied_bytes: d.copies.iter().map(|c| c.bytes).sum(),
             verdict: None,
+            findings: Vec::new(),
             gpu: d.gpu.clone().map(Box::new),
         });
         for a in &d.apis {
@@ -367,6 +371,15 @@ impl Profile {
 
     /// Ranks whose own verdict differs from the most common verdict among the ranks, as
     /// `(rank, verdict)`; the common verdict first. Empty outside a distributed job.
+    ///
+    /// A difference in severity alone is not a difference. Ranks staged alike still differ a
+    /// little (a sleep that overshot, a preempted thread), so a problem that sits near the
+    /// warning level (`WARNING_IMPACT`) is a warning on some ranks and informational on
+    /// others; naming those ranks would send the user looking for a difference that is not
+    /// there. So a rank without a warning agrees when its own findings include the common
+    /// verdict, and a rank with a warning agrees with ranks that have none when at least
+    /// half of them find the same problem below the warning level. Two different warnings
+    /// are a difference, however close their impacts.
     pub fn rank_verdicts(&self) -> (Option<&'static str>, Vec<(u32, Option<&'static str>)>) {
         let ranked: Vec<&ProcessInfo> =
             self.processes.iter().filter(|p| p.rank.is_some()).collect();
@@ -375,9 +388,22 @@ impl Profile {
             *tally.entry(p.verdict).or_default() += 1;
         }
         let common = tally.iter().max_by_key(|(_, n)| **n).and_then(|(v, _)| *v);
+        let holders: Vec<&&ProcessInfo> = ranked.iter().filter(|p| p.verdict == common).collect();
+        let agrees = |p: &ProcessInfo| match (p.verdict, common) {
+            (None, None) => true,
+            (None, Some(common)) => p.findings.contains(&common),
+            (Some(mine), None) => {
+                2 * holders
+                    .iter()
+                    .filter(|h| h.findings.contains(&mine))
+                    .count()
+                    >= holders.len()
+            }
+            (Some(mine), Some(common)) => mine == common,
+        };
         let mut differ: Vec<(u32, Option<&'static str>)> = ranked
             .iter()
-            .filter(|p| p.verdict != common)
+            .filter(|p| !agrees(p))
             .map(|p| (p.rank.unwrap_or_default(), p.verdict))
             .collect();
         differ.sort_unstable();
@@ -557,5 +583,51 @@ mod tests {
             Some((5, vec![("rank 1".to_string(), 4)]))
         );
         assert_eq!(view(&[("rank 0", 3)]).disagreement(), None);
+    }
+
+    /// A profile of ranks 0.., each with its verdict and its findings.
+    fn ranks(each: &[(Option<&'static str>, &[&'static str])]) -> Profile {
+        let mut p = crate::diagnose::synthetic::run(1.0).build();
+        let template = p.processes.pop().unwrap();
+        for (rank, &(verdict, findings)) in each.iter().enumerate() {
+            p.processes.push(ProcessInfo {
+                rank: Some(rank as u32),
+                verdict,
+                findings: findings.to_vec(),
+                ..template.clone()
+            });
+        }
+        p
+    }
+
+    #[test]
+    fn a_rank_differs_by_its_problem_not_by_its_severity() {
+        const SYNC: &str = "sync-stalled";
+        const LAUNCH: &str = "launch-bound";
+        // Rank 1 alone is launch-bound: named.
+        let one = ranks(&[
+            (Some(SYNC), &[SYNC]),
+            (Some(LAUNCH), &[LAUNCH, SYNC]),
+            (Some(SYNC), &[SYNC]),
+        ]);
+        assert_eq!(one.rank_verdicts(), (Some(SYNC), vec![(1, Some(LAUNCH))]));
+        // Ranks whose sync stall is just under the warning level, or just over it while
+        // most are under: the same diagnosis.
+        let under = ranks(&[
+            (Some(SYNC), &[SYNC]),
+            (None, &[SYNC]),
+            (Some(SYNC), &[SYNC]),
+        ]);
+        assert_eq!(under.rank_verdicts(), (Some(SYNC), vec![]));
+        let over = ranks(&[(None, &[SYNC]), (Some(SYNC), &[SYNC]), (None, &[SYNC])]);
+        assert_eq!(over.rank_verdicts(), (None, vec![]));
+        // A rank without the common problem at all, or with a warning the others lack, is
+        // named.
+        let clean = ranks(&[(Some(SYNC), &[SYNC]), (None, &[]), (Some(SYNC), &[SYNC])]);
+        assert_eq!(clean.rank_verdicts(), (Some(SYNC), vec![(1, None)]));
+        let alone = ranks(&[(None, &[SYNC]), (Some(LAUNCH), &[LAUNCH]), (None, &[])]);
+        assert_eq!(alone.rank_verdicts(), (None, vec![(1, Some(LAUNCH))]));
+        // Outside a distributed job: nothing.
+        assert_eq!(ranks(&[]).rank_verdicts(), (None, vec![]));
     }
 }

@@ -254,10 +254,17 @@ pub fn copies(report: &Value, direction: &str, host: &str) -> (u64, u64) {
 /// One run of the simulated training step (examples/simulated_step.c, 300 steps) with
 /// `cuStreamSynchronize` taking `sync_us`, dumped into `dir`.
 pub fn step_run(dir: &Path, sync_us: u64) {
+    paced_run(dir, 300, sync_us);
+}
+
+/// `steps` steps of the simulated training step with `cuStreamSynchronize` taking `sync_us`
+/// and each launch 2 us, dumped into `dir`.
+pub fn paced_run(dir: &Path, steps: u32, sync_us: u64) {
     let delay = format!("cuStreamSynchronize={},cuLaunchKernel=2000", sync_us * 1000);
+    let steps = steps.to_string();
     let status = command(
         &program("simulated_step"),
-        &["300"],
+        &[&steps],
         // The GPU-side sources stay closed: nothing to collect here, and less noise.
         &[
             ("FAKECUDA_DELAY_NS", &delay),
@@ -270,13 +277,6 @@ pub fn step_run(dir: &Path, sync_us: u64) {
     .status()
     .unwrap();
     assert!(status.success());
-}
-
-/// `runs` step runs under dir/run<i>, the form `gpuspy diff` reads as several runs.
-pub fn step_runs(dir: &Path, runs: usize, sync_us: u64) {
-    for i in 0..runs {
-        step_run(&dir.join(format!("run{i}")), sync_us);
-    }
 }
 
 /// gpuspy with ARGS, outside GitHub Actions.

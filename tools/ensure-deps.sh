@@ -2,7 +2,8 @@
 # Installs what building and testing gpuspy needs on a fresh Debian machine: a C compiler
 # (the integration tests and the demo compile small C programs against the fake driver),
 # xmllint (the tests validate JUnit output against a schema) and the Rust toolchain's
-# rustfmt/clippy components. Safe to run again.
+# rustfmt/clippy components. Called by tools/test.sh and tools/main.sh; safe to run again,
+# and it does nothing (no apt-get, no network) when everything is there.
 set -euo pipefail
 if ! command -v cargo >/dev/null 2>&1; then
     echo "tools/ensure-deps.sh: cargo is not installed; install Rust (https://rustup.rs) first" >&2
@@ -12,9 +13,15 @@ missing=()
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 if [ ${#missing[@]} -gt 0 ]; then
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "tools/ensure-deps.sh: missing ${missing[*]} (Debian package names) and no apt-get to install them; install a C compiler (cc) and xmllint, then run again" >&2
+        exit 1
+    fi
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    echo "tools/ensure-deps.sh: installing ${missing[*]} with apt-get" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 if command -v rustup >/dev/null 2>&1; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true

@@ -6,7 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/ensure-deps.sh
-cargo build --release --quiet
+# cargo's own progress (one line per crate, on stderr) shows the build is moving; the first
+# one compiles every dependency, which takes minutes on a small machine.
+echo "== gpuspy: building with cargo build --release (the first build takes a few minutes on 2 cores)"
+cargo build --release
+echo
 bin=target/release
 out=$(mktemp -d -t gpuspy-main.XXXXXX)
 
