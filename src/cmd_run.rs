@@ -239,10 +239,13 @@ fn this_runs_dumps(dir: &Path, before: &BTreeMap<PathBuf, FileId>, token: &str) 
             found.others += 1;
             continue;
         }
-        match load(&path) {
-            Ok(d) if d.process.run_token.as_deref() == Some(token) => found.mine.push(path),
-            Ok(_) => found.others += 1,
-            Err(_) => found.unreadable += 1,
+        // The shim writes regular files (by rename); anything else (a FIFO that would block
+        // the read, a symlink to a device) was planted and is not read.
+        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+        match regular.then(|| load(&path).ok()).flatten() {
+            Some(d) if d.process.run_token.as_deref() == Some(token) => found.mine.push(path),
+            Some(_) => found.others += 1,
+            None => found.unreadable += 1,
         }
     }
     found

@@ -417,8 +417,8 @@ fn concurrent_runs_sharing_a_directory_report_only_their_own() {
     }
 }
 
-/// A corrupt file appearing in the directory during the run is named, never read into the
-/// report, and changes no exit code, with or without a gate.
+/// A corrupt file and a FIFO appearing in the directory during the run are counted, never
+/// read into the report, and change no exit code, with or without a gate.
 #[test]
 fn a_corrupt_file_planted_during_the_run_does_not_change_the_exit_code() {
     let dir = tempfile::tempdir().unwrap();
@@ -445,13 +445,17 @@ fn a_corrupt_file_planted_during_the_run_does_not_change_the_exit_code() {
             "{\"schema\": \"gpuspy-dump\", ",
         )
         .unwrap();
+        // A FIFO would block a reader forever.
+        let fifo = std::ffi::CString::new(s(&out_dir.join("gpuspy-fifo.json"))).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
         std::fs::write(&go, "").unwrap();
         let out = finish(child, &run_dir);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert!(
             stderr.contains("1 dump(s) of this run in")
-                && stderr.ends_with("; left out 1 unreadable file(s) there\n"),
+                && stderr.ends_with("; left out 2 unreadable file(s) there\n"),
             "{stderr}"
         );
     }
