@@ -180,3 +180,33 @@ fn budgets_that_check_nothing_or_name_no_api_are_usage_errors() {
     )));
     assert!(!ran.exists(), "the job ran before the budget was read");
 }
+
+/// A gate with no dump of its run to check does not pass; a failing command keeps its code.
+#[test]
+fn run_check_without_a_dump_does_not_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "[api.cuLaunchKernel]\nmax_per_run = 10\n").unwrap();
+    let out_dir = dir.path().join("out");
+    let gate = |script: &str| {
+        gpuspy_cmd(&[
+            "run",
+            "--check",
+            s(&budget),
+            "-o",
+            s(&out_dir),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+    };
+    let quiet = gate("exit 0");
+    let err = String::from_utf8_lossy(&quiet.stderr);
+    assert_eq!(quiet.status.code(), Some(2), "{err}");
+    assert!(
+        err.ends_with("gpuspy: --check: no dump to check the budget against\n"),
+        "{err}"
+    );
+    assert_eq!(gate("exit 3").status.code(), Some(3));
+}
