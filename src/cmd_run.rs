@@ -23,7 +23,12 @@ use std::process::{Command, ExitCode};
 /// libgpuspy.so beside this binary, or `GPUSPY_SHIM`.
 fn shim_path() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("GPUSPY_SHIM") {
-        return Ok(PathBuf::from(path));
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            // ld.so would only print an error and run the job unprofiled.
+            bail!("GPUSPY_SHIM={}: no such file", path.display());
+        }
+        return Ok(path);
     }
     let exe = std::env::current_exe().context("cannot locate the gpuspy binary")?;
     let shim = exe.with_file_name("libgpuspy.so");

@@ -515,3 +515,28 @@ fn dumps_that_could_not_be_written_are_named_as_such() {
     );
     assert!(!stderr.contains("made no CUDA driver call"), "{stderr}");
 }
+
+/// A GPUSPY_SHIM that names no file would run the job unprofiled: refused before it starts.
+#[test]
+fn a_missing_shim_is_refused_before_the_job_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (shim, ran) = (dir.path().join("libgpuspy.so"), dir.path().join("ran"));
+    let out = Command::new(gpuspy())
+        .args([
+            "run",
+            "-o",
+            s(&dir.path().join("out")),
+            "--",
+            "touch",
+            s(&ran),
+        ])
+        .env("GPUSPY_SHIM", &shim)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!("gpuspy: GPUSPY_SHIM={}: no such file\n", shim.display())
+    );
+    assert!(!ran.exists(), "the job ran");
+}
