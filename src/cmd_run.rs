@@ -52,6 +52,8 @@ pub fn run(
         bail!("no command given");
     };
     let budget = budget.map(cmd_check::load_budget).transpose()?;
+    let shim = shim_path()?;
+    let shim = std::fs::canonicalize(&shim).unwrap_or(shim);
     let token = run_token();
     let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
     check_out_dir(&out, &token).map_err(|why| {
@@ -60,8 +62,6 @@ pub fn run(
             out.display()
         )
     })?;
-    let shim = shim_path()?;
-    let shim = std::fs::canonicalize(&shim).unwrap_or(shim);
     let preload = preload::preload(&shim, std::env::var_os("LD_PRELOAD").as_deref())?;
     let before = file_ids(&out);
 

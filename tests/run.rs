@@ -539,4 +539,8 @@ fn a_missing_shim_is_refused_before_the_job_starts() {
         format!("gpuspy: GPUSPY_SHIM={}: no such file\n", shim.display())
     );
     assert!(!ran.exists(), "the job ran");
+    assert!(
+        !dir.path().join("out").exists(),
+        "refused, yet made the dump directory"
+    );
 }
