@@ -7,8 +7,9 @@ use crate::profile::Profile;
 use crate::render_text::duration;
 use crate::rules;
 use crate::runs::load_runs;
-use anyhow::{bail, Context, Result};
-use gpuspy_format::SyncCause;
+use anyhow::{Context, Result};
+use gpuspy_format::apis::{is_hooked_api, HOOKED_APIS};
+use gpuspy_format::{base_name, SyncCause};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -54,10 +55,19 @@ struct GpuBudget {
     min_busy: f64,
 }
 
+/// Reads and validates a budget. Everything that would make the gate meaningless is an
+/// error here, before any run is loaded or any job started: an API gpuspy does not record
+/// (it would always pass with 0 calls), a table or a whole budget that asserts nothing, and
+/// limits that no measurement can be compared with (NaN, infinite, negative, shares
+/// outside 0..=1).
 pub fn load_budget(path: &Path) -> Result<Budget> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("budget {}: cannot read", path.display()))?;
-    let budget: Budget = toml::from_str(&text).map_err(|e| {
+    parse_budget(&text).map_err(|e| anyhow::anyhow!("budget {}: {e}", path.display()))
+}
+
+fn parse_budget(text: &str) -> Result<Budget, String> {
+    let budget: Budget = toml::from_str(text).map_err(|e| {
         let first = e
             .message()
             .lines()
@@ -68,27 +78,124 @@ pub fn load_budget(path: &Path) -> Result<Budget> {
             .span()
             .map(|s| format!(" (line {})", text[..s.start].lines().count().max(1)))
             .unwrap_or_default();
-        anyhow::anyhow!("budget {}: {first}{at}", path.display())
+        format!("{first}{at}")
     })?;
+    if budget.steps == Some(0) {
+        return Err("steps = 0: a run has at least 1 step".into());
+    }
     for (name, a) in &budget.api {
+        check_api_name(name)?;
         if a.max_per_step.is_some() && budget.steps.is_none() {
-            bail!(
-                "budget {}: api.{name}.max_per_step needs `steps = N` at the top",
-                path.display()
-            );
+            return Err(format!(
+                "api.{name}.max_per_step needs `steps = N` at the top"
+            ));
         }
+        for (field, limit) in [
+            ("p50_max_us", a.p50_max_us),
+            ("p99_max_us", a.p99_max_us),
+            ("max_per_step", a.max_per_step),
+        ] {
+            if let Some(v) = limit.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(format!(
+                    "api.{name}.{field} = {v}: a limit is a finite number >= 0"
+                ));
+            }
+        }
+    }
+    let share = |field: &str, v: f64| {
+        if (0.0..=1.0).contains(&v) {
+            Ok(())
+        } else {
+            Err(format!("{field} = {v}: a share is a number from 0 to 1"))
+        }
+    };
+    if let Some(s) = &budget.syncs {
+        share("syncs.max_blocked_share", s.max_blocked_share)?;
+    }
+    if let Some(g) = &budget.gpu {
+        share("gpu.min_busy", g.min_busy)?;
     }
     if let Some(f) = &budget.findings {
         for id in &f.forbid {
             if rules::find(id).is_none() {
-                bail!(
-                    "budget {}: findings.forbid names no rule {id} (see `gpuspy explain`)",
-                    path.display()
-                );
+                return Err(format!(
+                    "findings.forbid names no rule {id} (see `gpuspy explain`)"
+                ));
             }
         }
     }
+    if let Some((name, _)) = budget.api.iter().find(|(_, a)| a.assertions() == 0) {
+        return Err(format!(
+            "[api.{name}] sets no limit (p50_max_us, p99_max_us, max_per_run or max_per_step)"
+        ));
+    }
+    if budget.assertions() == 0 {
+        return Err(
+            "asserts nothing, and an empty gate passes any run; see docs/ci.md for the limits \
+             a budget can set"
+                .into(),
+        );
+    }
     Ok(budget)
+}
+
+/// An `[api.NAME]` table must name an API family gpuspy records (the hook list's base names),
+/// or it would pass with "0 calls" forever.
+fn check_api_name(name: &str) -> Result<(), String> {
+    if is_hooked_api(name) {
+        return Ok(());
+    }
+    let base = base_name(name);
+    if base != name && is_hooked_api(base) {
+        return Err(format!(
+            "[api.{name}]: budgets name API families, not variants: use [api.{base}] \
+             (it counts all of its variants)"
+        ));
+    }
+    let lower = name.to_ascii_lowercase();
+    let closest = HOOKED_APIS
+        .iter()
+        .map(|known| {
+            (
+                strsim::jaro_winkler(&lower, &known.to_ascii_lowercase()),
+                known,
+            )
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .filter(|&(similarity, _)| similarity >= 0.8);
+    Err(match closest {
+        Some((_, known)) => {
+            format!("[api.{name}]: gpuspy records no API {name}; did you mean {known}?")
+        }
+        None => format!(
+            "[api.{name}]: gpuspy records no API {name} (budgets name driver or NCCL API \
+             families such as cuLaunchKernel; `gpuspy report` lists a run's)"
+        ),
+    })
+}
+
+impl ApiBudget {
+    fn assertions(&self) -> usize {
+        [
+            self.p50_max_us.is_some(),
+            self.p99_max_us.is_some(),
+            self.max_per_run.is_some(),
+            self.max_per_step.is_some(),
+        ]
+        .into_iter()
+        .filter(|&set| set)
+        .count()
+    }
+}
+
+impl Budget {
+    /// How many pass/fail cases the budget makes per run.
+    fn assertions(&self) -> usize {
+        self.api.values().map(ApiBudget::assertions).sum::<usize>()
+            + usize::from(self.syncs.is_some())
+            + self.findings.as_ref().map_or(0, |f| f.forbid.len())
+            + usize::from(self.gpu.is_some())
+    }
 }
 
 fn us(ns: u64) -> f64 {
@@ -210,10 +317,9 @@ pub fn check(paths: &[PathBuf], budget: &Path, out: &Output) -> Result<bool> {
     report(&cases, out)
 }
 
-/// `gpuspy run --check`: the run just made, against the budget.
-pub fn check_profile(profile: &Profile, budget: &Path, out: &Output) -> Result<bool> {
-    let budget = load_budget(budget)?;
-    report(&evaluate(&budget, profile, ""), out)
+/// `gpuspy run --check`: the run just made, against the budget (loaded before the run).
+pub fn check_profile(profile: &Profile, budget: &Budget, out: &Output) -> Result<bool> {
+    report(&evaluate(budget, profile, ""), out)
 }
 
 fn report(cases: &[Case], out: &Output) -> Result<bool> {
@@ -331,5 +437,92 @@ mod tests {
         assert!(e.to_string().contains("names no rule no-such"), "{e}");
         let e = load_budget(&dir.path().join("missing.toml")).unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn an_api_gpuspy_does_not_record_is_an_error_with_a_suggestion() {
+        assert_eq!(
+            parse_budget("[api.cuLaunchKernelz]\nmax_per_run = 1\n").unwrap_err(),
+            "[api.cuLaunchKernelz]: gpuspy records no API cuLaunchKernelz; did you mean \
+             cuLaunchKernel?"
+        );
+        assert_eq!(
+            parse_budget("[api.custreamsynchronize]\nmax_per_run = 1\n").unwrap_err(),
+            "[api.custreamsynchronize]: gpuspy records no API custreamsynchronize; did you \
+             mean cuStreamSynchronize?"
+        );
+        assert_eq!(
+            parse_budget("[api.cuMemcpyHtoDAsync_v2_ptsz]\nmax_per_run = 1\n").unwrap_err(),
+            "[api.cuMemcpyHtoDAsync_v2_ptsz]: budgets name API families, not variants: use \
+             [api.cuMemcpyHtoDAsync] (it counts all of its variants)"
+        );
+        let far = parse_budget("[api.nvtxRangePushA]\nmax_per_run = 1\n").unwrap_err();
+        assert!(
+            far.starts_with(
+                "[api.nvtxRangePushA]: gpuspy records no API nvtxRangePushA (budgets name"
+            ),
+            "{far}"
+        );
+        // Driver and NCCL families are both known.
+        parse_budget("[api.ncclAllReduce]\nmax_per_run = 1\n[api.cuMemcpy]\np99_max_us = 5\n")
+            .unwrap();
+    }
+
+    #[test]
+    fn a_budget_or_table_that_asserts_nothing_is_an_error() {
+        for text in ["", "steps = 10\n", "[findings]\nforbid = []\n"] {
+            let e = parse_budget(text).unwrap_err();
+            assert!(
+                e.starts_with("asserts nothing, and an empty gate passes any run"),
+                "{text:?}: {e}"
+            );
+        }
+        assert_eq!(
+            parse_budget("[api.cuInit]\n[api.cuLaunchKernel]\nmax_per_run = 1\n").unwrap_err(),
+            "[api.cuInit] sets no limit (p50_max_us, p99_max_us, max_per_run or max_per_step)"
+        );
+    }
+
+    #[test]
+    fn limits_are_finite_non_negative_and_shares_within_0_and_1() {
+        for (text, error) in [
+            (
+                "[api.cuInit]\np50_max_us = nan\n",
+                "api.cuInit.p50_max_us = NaN: a limit is a finite number >= 0",
+            ),
+            (
+                "[api.cuInit]\np99_max_us = inf\n",
+                "api.cuInit.p99_max_us = inf: a limit is a finite number >= 0",
+            ),
+            (
+                "steps = 3\n[api.cuInit]\nmax_per_step = -0.5\n",
+                "api.cuInit.max_per_step = -0.5: a limit is a finite number >= 0",
+            ),
+            (
+                "[syncs]\nmax_blocked_share = 1.5\n",
+                "syncs.max_blocked_share = 1.5: a share is a number from 0 to 1",
+            ),
+            (
+                "[syncs]\nmax_blocked_share = nan\n",
+                "syncs.max_blocked_share = NaN: a share is a number from 0 to 1",
+            ),
+            (
+                "[gpu]\nmin_busy = -0.1\n",
+                "gpu.min_busy = -0.1: a share is a number from 0 to 1",
+            ),
+            (
+                "steps = 0\n[api.cuInit]\nmax_per_step = 1\n",
+                "steps = 0: a run has at least 1 step",
+            ),
+        ] {
+            assert_eq!(parse_budget(text).unwrap_err(), error, "{text:?}");
+        }
+        let e = parse_budget("[api.cuInit]\nmax_per_run = -1\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+        // The edges are limits like any other.
+        parse_budget(
+            "[api.cuInit]\np50_max_us = 0\n[syncs]\nmax_blocked_share = 1\n[gpu]\nmin_busy = 0\n",
+        )
+        .unwrap();
     }
 }

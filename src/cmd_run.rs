@@ -1,18 +1,34 @@
 //! `gpuspy run -- CMD ARGS...`: the one-step way to profile a program.
+//!
+//! Everything that can be refused is refused before the job starts (the budget, the dump
+//! directory, a shim path ld.so would split), so a long job never runs only to fail at the
+//! end. While it runs, signals meant for the job are passed on (`signals`). Afterwards the
+//! report covers the dumps of this run alone: the child gets a random `GPUSPY_RUN_TOKEN`,
+//! the shim copies it into every dump, and only dumps carrying it are read into the report
+//! or the gate, whatever else shares the directory. The exit status is the command's, the
+//! gate's verdict under `--check`, or 128 + N when gpuspy was sent signal N.
+
+mod preload;
+mod signals;
 
 use crate::ci_output::Output;
-use crate::profile::{dump_files, Profile};
+use crate::profile::{is_dump_name, load, Profile};
 use crate::{cmd_check, cmd_report};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::time::SystemTime;
 
 /// libgpuspy.so beside this binary, or `GPUSPY_SHIM`.
 fn shim_path() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("GPUSPY_SHIM") {
-        return Ok(PathBuf::from(path));
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            // ld.so would only print an error and run the job unprofiled.
+            bail!("GPUSPY_SHIM={}: no such file", path.display());
+        }
+        return Ok(path);
     }
     let exe = std::env::current_exe().context("cannot locate the gpuspy binary")?;
     let shim = exe.with_file_name("libgpuspy.so");
@@ -32,65 +48,212 @@ pub fn run(
     ci: &Output,
     command: &[String],
 ) -> Result<ExitCode> {
-    let shim = shim_path()?;
-    let shim = std::fs::canonicalize(&shim).unwrap_or(shim);
     let Some((program, args)) = command.split_first() else {
         bail!("no command given");
     };
-    let preload = match std::env::var("LD_PRELOAD") {
-        Ok(existing) if !existing.is_empty() => format!("{}:{existing}", shim.display()),
-        _ => shim.display().to_string(),
-    };
+    let budget = budget.map(cmd_check::load_budget).transpose()?;
+    let shim = shim_path()?;
+    let shim = std::fs::canonicalize(&shim).unwrap_or(shim);
+    let token = run_token();
     let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
-    let before = existing_dumps(&out);
-    let status = Command::new(program)
-        .args(args)
-        .env("LD_PRELOAD", preload)
-        .env("GPUSPY_OUT", &out)
-        .status()
-        .with_context(|| format!("cannot run {program}"))?;
-    let code = exit_code(&status);
+    check_out_dir(&out, &token).map_err(|why| {
+        anyhow!(
+            "cannot write dumps to {}: {why}; choose another directory with -o",
+            out.display()
+        )
+    })?;
+    let preload = preload::preload(&shim, std::env::var_os("LD_PRELOAD").as_deref())?;
+    let before = file_ids(&out);
 
-    // Only this run's dumps: the directory may hold older ones.
-    let mine: Vec<PathBuf> = existing_dumps(&out)
-        .into_iter()
-        .filter(|(path, mtime)| before.get(path) != Some(mtime))
-        .map(|(path, _)| path)
-        .collect();
-    if mine.is_empty() {
+    let forwarder = signals::Forwarder::install()?;
+    let child = Command::new(program)
+        .args(args)
+        .env("LD_PRELOAD", &preload.value)
+        .env("GPUSPY_OUT", &out)
+        .env("GPUSPY_RUN_TOKEN", &token)
+        .spawn()
+        .with_context(|| format!("cannot run {program}"))?;
+    let (status, signal) = forwarder.wait(child)?;
+    // From here a signal acts as it would on any tool: the job is over.
+    drop(forwarder);
+    drop(preload);
+    let code = match signal {
+        Some(n) => ExitCode::from(u8::try_from(128 + n).unwrap_or(1)),
+        None => exit_code(&status),
+    };
+    let passed = code == ExitCode::SUCCESS;
+
+    let found = this_runs_dumps(&out, &before, &token);
+    if found.mine.is_empty() {
+        let why = match check_out_dir(&out, &token) {
+            Err(why) => format!("the dumps could not be written to {}: {why}", out.display()),
+            Ok(()) => "it made no CUDA driver call that gpuspy saw. It may have run on the CPU \
+                       only, a launcher may have removed LD_PRELOAD or GPUSPY_RUN_TOKEN, the \
+                       binary may be setuid, or it may link the driver statically"
+                .to_string(),
+        };
         eprintln!(
-            "gpuspy: {program} wrote no dump: it made no CUDA driver call that gpuspy saw. \
-             It may have run on the CPU only, a launcher may have removed LD_PRELOAD, the \
-             binary may be setuid, or it may link the driver statically."
+            "gpuspy: {program} wrote no dump of this run{}: {why}.",
+            found.left_out()
         );
-        return Ok(code);
+        // A gate with nothing to check does not pass.
+        return Ok(if budget.is_some() && passed {
+            eprintln!("gpuspy: --check: no dump to check the budget against");
+            ExitCode::from(2)
+        } else {
+            code
+        });
     }
-    eprintln!("gpuspy: {} dump(s) in {}", mine.len(), out.display());
-    let profile = Profile::load(&mine)?;
+    eprintln!(
+        "gpuspy: {} dump(s) of this run in {}{}",
+        found.mine.len(),
+        out.display(),
+        found.left_out()
+    );
+    let profile = match Profile::load(&found.mine) {
+        Ok(profile) => profile,
+        // The command's status stands; a gate that cannot be evaluated does not pass.
+        Err(e) => {
+            eprintln!("gpuspy: {e:#}");
+            return Ok(if budget.is_some() && passed {
+                ExitCode::from(2)
+            } else {
+                code
+            });
+        }
+    };
     let Some(budget) = budget else {
-        cmd_report::print(&profile, json, mine.len() > 1);
+        cmd_report::print(&profile, json, found.mine.len() > 1);
         return Ok(code);
     };
-    // A failing command keeps its own exit code; a passing one takes the gate's.
-    let passed = cmd_check::check_profile(&profile, budget, ci)?;
-    Ok(if code != ExitCode::SUCCESS || passed {
+    // A failing or signalled command keeps its own exit code; a passing one takes the gate's.
+    let gate = cmd_check::check_profile(&profile, &budget, ci)?;
+    Ok(if !passed || gate {
         code
     } else {
         ExitCode::from(1)
     })
 }
 
-/// Dumps in `dir` with their modification times. A dump is this run's if it is new or
-/// was rewritten (file times are too coarse to compare with the start of the run).
-fn existing_dumps(dir: &Path) -> BTreeMap<PathBuf, Option<SystemTime>> {
-    dump_files(&[dir.to_path_buf()])
-        .unwrap_or_default()
+/// 128 random bits in hex: unique to this run among everything sharing the directory.
+fn run_token() -> String {
+    let mut bytes = [0u8; 16];
+    // SAFETY: getrandom writes at most `len` bytes into the buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        // No getrandom (old kernel, seccomp): still unique per run on this host.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes = (now ^ (u128::from(std::process::id()) << 96)).to_ne_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Creates the dump directory (as the shim would, mode 0755) and proves it writable by
+/// creating and removing a file in it: a check of what the shim will do, not a guess from a
+/// missing dump afterwards (permission bits lie to root and on read-only mounts).
+fn check_out_dir(dir: &Path, token: &str) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => return Err("it is a file, not a directory".into()),
+        Ok(_) => {}
+        Err(_) => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(dir)
+            .map_err(|e| format!("cannot create it: {e}"))?,
+    }
+    let probe = dir.join(format!(".gpuspy-probe-{token}"));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&probe)
+        .map_err(|e| format!("cannot create a file in it: {e}"))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// What identifies a file's content: a dump rewritten in place or replaced by rename changes
+/// it.
+type FileId = (u64, u64, i64, i64, u64);
+
+fn file_ids(dir: &Path) -> BTreeMap<PathBuf, FileId> {
+    dump_names(dir)
         .into_iter()
-        .map(|p| {
-            let mtime = std::fs::metadata(&p).and_then(|m| m.modified()).ok();
-            (p, mtime)
-        })
+        .filter_map(|p| Some((file_id(&p)?, p)))
+        .map(|(id, p)| (p, id))
         .collect()
+}
+
+fn file_id(path: &Path) -> Option<FileId> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some((m.dev(), m.ino(), m.mtime(), m.mtime_nsec(), m.len()))
+}
+
+fn dump_names(dir: &Path) -> Vec<PathBuf> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_dump_name(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The dumps in the directory after the run, sorted out.
+struct Found {
+    /// Carrying this run's token.
+    mine: Vec<PathBuf>,
+    /// Older dumps, and new ones of other processes (another run sharing the directory).
+    others: usize,
+    /// New or changed files that could not be read as dumps.
+    unreadable: usize,
+}
+
+impl Found {
+    /// What was left out, for the end of a line; empty when nothing was.
+    fn left_out(&self) -> String {
+        match (self.others, self.unreadable) {
+            (0, 0) => String::new(),
+            (n, 0) => format!("; left out {n} other dump(s) there"),
+            (0, m) => format!("; left out {m} unreadable file(s) there"),
+            (n, m) => format!("; left out {n} other dump(s) and {m} unreadable file(s) there"),
+        }
+    }
+}
+
+/// Files unchanged since before the run are not this run's and are not read; each other one
+/// is this run's if it is a dump carrying `token`. A foreign or corrupt file is counted,
+/// never an error: it must not change the exit status.
+fn this_runs_dumps(dir: &Path, before: &BTreeMap<PathBuf, FileId>, token: &str) -> Found {
+    let mut found = Found {
+        mine: Vec::new(),
+        others: 0,
+        unreadable: 0,
+    };
+    for path in dump_names(dir) {
+        if before
+            .get(&path)
+            .is_some_and(|id| file_id(&path) == Some(*id))
+        {
+            found.others += 1;
+            continue;
+        }
+        // The shim writes regular files (by rename); anything else (a FIFO that would block
+        // the read, a symlink to a device) was planted and is not read.
+        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+        match regular.then(|| load(&path).ok()).flatten() {
+            Some(d) if d.process.run_token.as_deref() == Some(token) => found.mine.push(path),
+            Some(_) => found.others += 1,
+            None => found.unreadable += 1,
+        }
+    }
+    found
 }
 
 /// The child's exit code; 128 + signal number when a signal ended it, as shells report.

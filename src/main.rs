@@ -30,15 +30,19 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a command with libgpuspy.so preloaded, then report on the dumps it wrote.
+    ///
+    /// SIGTERM, SIGHUP and SIGINT sent to gpuspy are passed on to the command (a Ctrl-C
+    /// from the terminal reaches it directly); gpuspy then reports and exits 128+N.
     Run {
-        /// Directory for the dumps (GPUSPY_OUT for the child).
+        /// Directory for the dumps (GPUSPY_OUT for the child), created and checked before
+        /// the command starts. Only this run's dumps in it are reported.
         #[arg(short, long, default_value = "gpuspy-out")]
         out: PathBuf,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
         /// Gate on a budget (see `gpuspy check`) instead of printing the report; exit 1 if
-        /// an assertion fails.
+        /// an assertion fails. The budget is read before the command starts.
         #[arg(long, value_name = "BUDGET")]
         check: Option<PathBuf>,
         #[command(flatten)]

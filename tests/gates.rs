@@ -134,3 +134,79 @@ fn run_with_a_budget_is_a_one_step_gate() {
     assert!(String::from_utf8_lossy(&over.stdout)
         .contains("FAIL cuStreamSynchronize calls <= 100 per run"));
 }
+
+/// Budgets that could never fail, or never be compared with a measurement, are usage errors
+/// (exit 2, one line) before anything is loaded or run.
+#[test]
+fn budgets_that_check_nothing_or_name_no_api_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-torch-pageable.json");
+    let budget = dir.path().join("budget.toml");
+    let ran = dir.path().join("ran");
+    for (text, error) in [
+        (
+            "[api.cuLaunchKernelz]\nmax_per_run = 10\n",
+            "[api.cuLaunchKernelz]: gpuspy records no API cuLaunchKernelz; did you mean cuLaunchKernel?",
+        ),
+        ("", "asserts nothing, and an empty gate passes any run"),
+        (
+            "[api.cuLaunchKernel]\np50_max_us = nan\n",
+            "api.cuLaunchKernel.p50_max_us = NaN: a limit is a finite number >= 0",
+        ),
+        (
+            "[api.cuLaunchKernel]\np99_max_us = -1\n",
+            "api.cuLaunchKernel.p99_max_us = -1: a limit is a finite number >= 0",
+        ),
+    ] {
+        std::fs::write(&budget, text).unwrap();
+        let prefix = format!("gpuspy: budget {}: {error}", budget.display());
+        let check = gpuspy_cmd(&["check", s(&dump), "--budget", s(&budget)]);
+        // `run --check` refuses before the job starts: the command never runs.
+        let run = gpuspy_cmd(&["run", "--check", s(&budget), "--", "touch", s(&ran)]);
+        for out in [check, run] {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{text:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.starts_with(&prefix), "{text:?}: {err}");
+        }
+        assert!(!ran.exists(), "{text:?}: the job ran");
+    }
+    let missing = dir.path().join("missing.toml");
+    let out = gpuspy_cmd(&["run", "--check", s(&missing), "--", "touch", s(&ran)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with(&format!(
+        "gpuspy: budget {}: cannot read",
+        missing.display()
+    )));
+    assert!(!ran.exists(), "the job ran before the budget was read");
+}
+
+/// A gate with no dump of its run to check does not pass; a failing command keeps its code.
+#[test]
+fn run_check_without_a_dump_does_not_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "[api.cuLaunchKernel]\nmax_per_run = 10\n").unwrap();
+    let out_dir = dir.path().join("out");
+    let gate = |script: &str| {
+        gpuspy_cmd(&[
+            "run",
+            "--check",
+            s(&budget),
+            "-o",
+            s(&out_dir),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+    };
+    let quiet = gate("exit 0");
+    let err = String::from_utf8_lossy(&quiet.stderr);
+    assert_eq!(quiet.status.code(), Some(2), "{err}");
+    assert!(
+        err.ends_with("gpuspy: --check: no dump to check the budget against\n"),
+        "{err}"
+    );
+    assert_eq!(gate("exit 3").status.code(), Some(3));
+}

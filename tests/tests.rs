@@ -24,3 +24,5 @@ mod lifecycle;
 mod ranks;
 /// Copies, implicit syncs, errors and latency buckets.
 mod recording;
+/// `gpuspy run` itself: the preload path, signals, shared and unusable dump directories.
+mod run;

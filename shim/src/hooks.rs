@@ -359,4 +359,17 @@ mod tests {
         addrs.dedup();
         assert_eq!(addrs.len(), HOOK_COUNT, "two hooks share a wrapper");
     }
+
+    /// The CLI checks API names (budgets) against `gpuspy_format::apis::HOOKED_APIS`; it
+    /// must list exactly the families of this hook list.
+    #[test]
+    fn the_format_crate_lists_every_hooked_family() {
+        let mut families: Vec<&str> = ALL_HOOKS
+            .iter()
+            .map(|h| gpuspy_format::base_name(h.name()))
+            .collect();
+        families.sort_unstable();
+        families.dedup();
+        assert_eq!(families, gpuspy_format::apis::HOOKED_APIS);
+    }
 }

@@ -11,6 +11,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// The `schema` field of every dump, so that a stray JSON file is recognised as foreign.
 pub const SCHEMA_NAME: &str = "gpuspy-dump";
 
+pub mod apis;
 pub mod gpu;
 pub mod hist;
 pub use hist::Histogram;
