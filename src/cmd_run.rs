@@ -68,7 +68,7 @@ pub fn run(
     eprintln!("gpuspy: {} dump(s) in {}", mine.len(), out.display());
     let profile = Profile::load(&mine)?;
     let Some(budget) = budget else {
-        cmd_report::print(&profile, json, mine.len() > 1);
+        cmd_report::print(&profile, json, mine.len() > 1)?;
         return Ok(code);
     };
     // A failing command keeps its own exit code; a passing one takes the gate's.

@@ -123,3 +123,142 @@ fn report_on_a_dump_recorded_on_the_h200() {
     assert!(text.contains("pageable-async-copy"), "{text}");
     assert!(text.contains("more in --json"), "{text}");
 }
+
+/// `gpuspy report PATH` within 10 s (a hang fails the test): exit code and stderr.
+fn report_within(path: &std::path::Path) -> (Option<i32>, String) {
+    let out = output_within(
+        Command::new(gpuspy()).arg("report").arg(path),
+        std::time::Duration::from_secs(10),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
+#[test]
+fn a_fifo_or_device_named_like_a_dump_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("gpuspy-x.json");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+    let zero_dir = tempfile::tempdir().unwrap();
+    let zero = zero_dir.path().join("gpuspy-zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for path in [&fifo, dir.path(), &zero, zero_dir.path()] {
+        let (code, stderr) = report_within(path);
+        assert_eq!(code, Some(2), "{path:?}: {stderr}");
+        let target = if path.starts_with(dir.path()) {
+            &fifo
+        } else {
+            &zero
+        };
+        assert_eq!(
+            stderr,
+            format!(
+                "gpuspy: {}: not a regular file (a FIFO, device or directory); gpuspy reads only dump files\n",
+                target.display()
+            )
+        );
+    }
+}
+
+#[test]
+fn a_file_over_the_size_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("gpuspy-big.json");
+    // Sparse: 300 MiB that take no disk.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    let (code, stderr) = report_within(dir.path());
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "gpuspy: {}: 300 MiB, larger than a gpuspy dump can be (256 MiB)\n",
+            big.display()
+        )
+    );
+}
+
+/// A hostile dump of 170,000 distinct symbols (20 MB) costs at most 4 times its size plus
+/// 64 MiB to report on, as text and as JSON. (Through `serde_json::Value` and a dense
+/// histogram per API it took over 100 times its size.)
+#[test]
+fn memory_stays_within_four_times_a_large_dump() {
+    const SYMBOLS: usize = 170_000;
+    let mut dump = crafted_dump(7, 0, 10, 5);
+    for i in 0..SYMBOLS {
+        let mut api = dump.apis[0].clone();
+        api.symbol = format!("cuFake{i:07}");
+        api.calls = 3;
+        api.hist = gpuspy_format::Histogram(vec![(100, 1), (200, 2)]);
+        dump.apis.push(api);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_dump(dir.path(), "gpuspy-many.json", &dump);
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 19_000_000, "{size} bytes");
+    let limit_kib = (4 * size + (64 << 20)) / 1024;
+    for json in [false, true] {
+        let mut cmd = Command::new(gpuspy());
+        cmd.arg("report").args(json.then_some("--json")).arg(&path);
+        let (out, peak_kib) = output_and_peak_rss(&mut cmd);
+        assert_eq!(out.status.code(), Some(0), "json {json}");
+        eprintln!(
+            "{size} bytes, json {json}: peak RSS {} MiB",
+            peak_kib / 1024
+        );
+        assert!(
+            peak_kib < limit_kib,
+            "json {json}: peak {peak_kib} KiB, limit {limit_kib} KiB"
+        );
+        if json {
+            let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(r["apis"].as_array().unwrap().len(), SYMBOLS + 1);
+            assert_eq!(count(&r, "cuFake0123456"), 3);
+            assert_eq!(count(&r, "cuLaunchKernel"), 5);
+        } else {
+            let text = String::from_utf8(out.stdout).unwrap();
+            assert!(
+                text.starts_with("gpuspy report: 1 process, "),
+                "{text:.200}"
+            );
+            assert_eq!(text.matches("\n  cuFake").count(), SYMBOLS);
+        }
+    }
+}
+
+/// A pipe whose reader is gone: stdout's read end closed before gpuspy writes.
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into fds.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors are new and owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    write.into()
+}
+
+/// `gpuspy explain | true`, `gpuspy report DIR | head`: gpuspy dies of SIGPIPE, as Unix
+/// tools do, instead of panicking with exit 101.
+#[test]
+fn a_closed_pipe_ends_gpuspy_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dump = data("h200-torch-pageable.json");
+    for args in [
+        vec!["explain"],
+        vec!["report", s(&dump)],
+        vec!["report", "--json", s(&dump)],
+    ] {
+        let out = Command::new(gpuspy())
+            .args(&args)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}");
+    }
+}

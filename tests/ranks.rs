@@ -85,16 +85,10 @@ fn the_slow_rank_is_named_and_an_even_job_names_none() {
 }
 
 #[test]
-#[allow(clippy::zombie_processes)] // the child is reaped by wait4, which also gives its rusage
 fn a_thousand_rank_dumps_merge_in_seconds_with_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let template: Value = serde_json::from_slice(
-        &std::fs::read(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-torch-pageable.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let template: Value =
+        serde_json::from_slice(&std::fs::read(data("h200-torch-pageable.json")).unwrap()).unwrap();
     for r in 0..1000u32 {
         let mut d = template.clone();
         d["process"]["pid"] = (10_000 + r).into();
@@ -107,29 +101,18 @@ fn a_thousand_rank_dumps_merge_in_seconds_with_bounded_memory() {
         .unwrap();
     }
     let started = std::time::Instant::now();
-    let mut child = std::process::Command::new(gpuspy())
-        .args(["report", "--json"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = Vec::new();
-    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
-    // wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would include any earlier
-    // child's, such as a rustc under cargo build).
-    let mut status = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: waiting for our own child; wait4 writes status and usage.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, usage.as_mut_ptr()) };
+    let (output, max_rss_kib) = output_and_peak_rss(
+        std::process::Command::new(gpuspy())
+            .args(["report", "--json"])
+            .arg(dir.path()),
+    );
     let elapsed = started.elapsed();
-    assert_eq!(pid, child.id() as i32);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-    let r: Value = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let r: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(r["processes"].as_array().unwrap().len(), 1000);
     assert_eq!(count(&r, "cuMemcpyHtoDAsync"), 200 * 1000);
     assert!(elapsed.as_secs_f64() < 10.0, "took {elapsed:?}");
-    // SAFETY: wait4 filled usage.
-    let max_rss_mib = unsafe { usage.assume_init() }.ru_maxrss / 1024;
+    let max_rss_mib = max_rss_kib / 1024;
     eprintln!("1,000 dumps: {elapsed:?}, peak RSS {max_rss_mib} MiB");
     assert!(max_rss_mib < 256, "peak RSS of a child {max_rss_mib} MiB");
 }
