@@ -27,7 +27,6 @@ pub const MAX_DUMP_BYTES: u64 = 256 << 20;
 /// the dump).
 pub fn dump_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
-    let mut seen = BTreeSet::new();
     for path in paths {
         let meta =
             std::fs::metadata(path).with_context(|| format!("{}: cannot read", path.display()))?;
@@ -45,15 +44,20 @@ pub fn dump_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         } else {
             vec![path.clone()]
         };
-        // A file that vanished since the listing keeps its place: reading it says so.
-        let identity = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
-        files.extend(
-            found
-                .into_iter()
-                .filter(|p| identity(p).is_none_or(|id| seen.insert(id))),
-        );
+        files.extend(found);
     }
-    Ok(files)
+    Ok(distinct(files))
+}
+
+/// `paths` with each file or directory (device and inode) once, in order. A path that
+/// vanished since it was listed keeps its place: reading it says so.
+pub fn distinct(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut seen = BTreeSet::new();
+    let identity = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    paths
+        .into_iter()
+        .filter(|p| identity(p).is_none_or(|id| seen.insert(id)))
+        .collect()
 }
 
 /// `gpuspy-*.json`; temp files being written start with a dot and are skipped.
@@ -487,7 +491,10 @@ impl Profile {
     /// CUPTI activity; None without any.
     pub fn gpu_idle_share(&self) -> Option<f64> {
         let (busy, span) = self.gpu_activity().fold((0u64, 0u64), |(b, s), (_, _, a)| {
-            (b + a.busy_ns, s + a.working_span_ns())
+            (
+                b.saturating_add(a.busy_ns),
+                s.saturating_add(a.working_span_ns()),
+            )
         });
         (span > 0).then(|| 1.0 - busy as f64 / span as f64)
     }

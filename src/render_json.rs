@@ -160,6 +160,7 @@ pub fn render<'a>(p: &'a Profile, d: &Diagnosis) -> Report<'a> {
                 "op": c.op, "kernels": c.kernels, "kernel_ns": c.kernel_ns,
                 "least_rank_kernel_ns": c.least_rank_kernel_ns, "bytes": c.bytes,
                 "ranks": c.ranks, "algbw_bytes_per_s": c.algbw, "busbw_bytes_per_s": c.busbw,
+                "saturated": c.saturated,
             })).collect::<Vec<_>>(),
             "link_peak": link_peak(p).map(|(bytes_per_s, link)| json!({"link": link, "bytes_per_s": bytes_per_s})),
             "communicators": p.communicators.iter().map(|(key, c)| {

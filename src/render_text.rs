@@ -679,10 +679,13 @@ fn collectives_table(out: &mut String, p: &Profile) {
         ))
     );
     for c in &timed {
-        let of_peak = match (c.busbw, peak) {
+        let mut of_peak = match (c.busbw, peak) {
             (Some(bus), Some((bps, _))) => format!("{:.1} %", bus / bps * 100.0),
             _ => String::new(),
         };
+        if c.saturated {
+            of_peak += " (a sum over ranks saturated at 2^64-1)";
+        }
         let _ = writeln!(
             out,
             "  {:<14} {:>8} {:>10} {:>12} {:>12} {:>12}  {of_peak}",

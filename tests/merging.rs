@@ -177,3 +177,21 @@ fn dumps_owned_by_another_user_are_named_in_one_warning() {
     let r: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(count(&r, "cuLaunchKernel"), 15);
 }
+
+/// `check RUN RUN` checks the run once, as `report` reads each dump once.
+#[test]
+fn a_run_named_twice_is_checked_once() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dump(
+        dir.path(),
+        "gpuspy-node-1.json",
+        &crafted_dump(1, 0, 1, 100),
+    );
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "[api.cuLaunchKernel]\nmax_per_run = 100\n").unwrap();
+    let d = s(dir.path());
+    let out = gpuspy_cmd(&["check", d, d, "--budget", s(&budget), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["cases"].as_array().unwrap().len(), 1, "{r}");
+}
