@@ -360,8 +360,7 @@ impl Profile {
             if !trusted_owner(&file, &meta) {
                 untrusted.push(format!("{} (uid {})", file.display(), meta.uid()));
             }
-            let mut one = Profile::from_dump(&file, &dump);
-            drop(dump);
+            let mut one = Profile::from_dump(&file, dump);
             let verdict = crate::diagnose::diagnose(&one).verdict().map(|f| f.id);
             if let Some(me) = one.processes.first_mut() {
                 me.verdict = verdict;
@@ -377,7 +376,9 @@ impl Profile {
         Ok(p)
     }
 
-    fn from_dump(path: &Path, d: &Dump) -> Profile {
+    /// One dump's profile. It takes the dump, so that its larger parts (the GPU section,
+    /// the names looked up) move rather than being copied.
+    fn from_dump(path: &Path, d: Dump) -> Profile {
         let mut p = Profile::default();
         let active_ns = d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
             0 => d.start_unix_ns,
@@ -386,8 +387,8 @@ impl Profile {
         p.processes.push(ProcessInfo {
             path: path.to_path_buf(),
             pid: d.process.pid,
-            host: d.process.host.clone(),
-            exe: d.process.exe.clone(),
+            host: d.process.host,
+            exe: d.process.exe,
             // Dumps written before the shim redacted secrets still hold them.
             cmdline: redact_cmdline(&d.process.cmdline),
             start_unix_ns: d.start_unix_ns,
@@ -407,7 +408,7 @@ impl Profile {
             launches: 0,
             copied_bytes: 0,
             verdict: None,
-            gpu: d.gpu.clone().map(Box::new),
+            gpu: d.gpu.map(Box::new),
         });
         let clipped = &mut p.saturated;
         let (mut calls, mut copied) = (0, 0);
@@ -435,7 +436,7 @@ impl Profile {
                 | add_count(&mut cell.1, c.bytes)
                 | add_count(&mut copied, c.bytes);
         }
-        p.unwrapped = d.unwrapped_symbols.clone();
+        p.unwrapped = d.unwrapped_symbols;
         if let Some(n) = &d.nccl {
             for o in &n.ops {
                 let cell = p

@@ -6,13 +6,15 @@ use crate::profile::{Latency, Profile};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
-/// The report. Its per-API rows are written straight from the profile, one at a time: as
-/// `Value`s they cost kilobytes each, and a dump of many symbols has as many rows.
+/// The report. Its long lists, the per-API rows and the names looked up, are written
+/// straight from the profile: as `Value`s they cost many times their size, and a hostile
+/// dump can make them as long as it likes.
 #[derive(Serialize)]
 pub struct Report<'a> {
     #[serde(flatten)]
     summary: Value,
     apis: ApiRows<'a>,
+    unwrapped_symbols: &'a [String],
 }
 
 struct ApiRows<'a>(&'a Profile);
@@ -151,7 +153,6 @@ pub fn render<'a>(p: &'a Profile, d: &Diagnosis) -> Report<'a> {
         "saturated": p.saturated,
         "syncs": syncs,
         "copies": copies,
-        "unwrapped_symbols": p.unwrapped,
         "nccl": {
             "ops": p.nccl_ops.iter().map(|((op, dt), (calls, bytes))| {
                 json!({"op": op, "datatype": dt, "calls": calls, "bytes": bytes})
@@ -187,5 +188,6 @@ pub fn render<'a>(p: &'a Profile, d: &Diagnosis) -> Report<'a> {
     Report {
         summary,
         apis: ApiRows(p),
+        unwrapped_symbols: &p.unwrapped,
     }
 }

@@ -182,52 +182,99 @@ fn a_file_over_the_size_limit_is_refused() {
     );
 }
 
-/// A hostile dump of 170,000 distinct symbols (20 MB) costs at most 4 times its size plus
-/// 64 MiB to report on, as text and as JSON. (Through `serde_json::Value` and a dense
-/// histogram per API it took over 100 times its size.)
+/// Writes `dump` as `path` with `items` streamed into its list `field` (empty in `dump`),
+/// so that this process never holds the file in memory (see `run_with_peak_rss`).
+fn write_with_long_list<T: serde::Serialize>(
+    path: &std::path::Path,
+    dump: &gpuspy_format::Dump,
+    field: &str,
+    items: impl Iterator<Item = T>,
+) -> u64 {
+    use std::io::Write;
+    let text = serde_json::to_string(dump).unwrap();
+    let (head, tail) = text.split_once(&format!("\"{field}\":[]")).unwrap();
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    write!(w, "{head}\"{field}\":[").unwrap();
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            w.write_all(b",").unwrap();
+        }
+        serde_json::to_writer(&mut w, &item).unwrap();
+    }
+    write!(w, "]{tail}").unwrap();
+    w.flush().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// Hostile dumps of 20 MB, one of 170,000 distinct symbols and one of 1.5 million names
+/// looked up, cost at most 4 times their size plus 64 MiB to report on, as text and as
+/// JSON. (Through `serde_json::Value` and a dense histogram per API it took over 100 times
+/// the size.)
 #[test]
 fn memory_stays_within_four_times_a_large_dump() {
     const SYMBOLS: usize = 170_000;
-    let mut dump = crafted_dump(7, 0, 10, 5);
-    for i in 0..SYMBOLS {
-        let mut api = dump.apis[0].clone();
-        api.symbol = format!("cuFake{i:07}");
-        api.calls = 3;
-        api.hist = gpuspy_format::Histogram(vec![(100, 1), (200, 2)]);
-        dump.apis.push(api);
-    }
+    const NAMES: usize = 1_500_000;
     let dir = tempfile::tempdir().unwrap();
-    let path = write_dump(dir.path(), "gpuspy-many.json", &dump);
-    let size = std::fs::metadata(&path).unwrap().len();
-    assert!(size > 19_000_000, "{size} bytes");
-    let limit_kib = (4 * size + (64 << 20)) / 1024;
-    for json in [false, true] {
-        let mut cmd = Command::new(gpuspy());
-        cmd.arg("report").args(json.then_some("--json")).arg(&path);
-        let (out, peak_kib) = output_and_peak_rss(&mut cmd);
-        assert_eq!(out.status.code(), Some(0), "json {json}");
-        eprintln!(
-            "{size} bytes, json {json}: peak RSS {} MiB",
-            peak_kib / 1024
-        );
-        assert!(
-            peak_kib < limit_kib,
-            "json {json}: peak {peak_kib} KiB, limit {limit_kib} KiB"
-        );
-        if json {
-            let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-            assert_eq!(r["apis"].as_array().unwrap().len(), SYMBOLS + 1);
-            assert_eq!(count(&r, "cuFake0123456"), 3);
-            assert_eq!(count(&r, "cuLaunchKernel"), 5);
-        } else {
-            let text = String::from_utf8(out.stdout).unwrap();
-            assert!(
-                text.starts_with("gpuspy report: 1 process, "),
-                "{text:.200}"
+    let mut dump = crafted_dump(7, 0, 10, 5);
+    let launches = std::mem::take(&mut dump.apis).remove(0);
+    let apis = dir.path().join("gpuspy-apis.json");
+    let fakes = (0..SYMBOLS).map(|i| gpuspy_format::ApiRecord {
+        symbol: format!("cuFake{i:07}"),
+        calls: 3,
+        hist: gpuspy_format::Histogram(vec![(100, 1), (200, 2)]),
+        ..launches.clone()
+    });
+    let apis_size = write_with_long_list(
+        &apis,
+        &dump,
+        "apis",
+        std::iter::once(launches.clone()).chain(fakes),
+    );
+    dump.apis = vec![launches];
+    let names = dir.path().join("gpuspy-names.json");
+    let names_size = write_with_long_list(
+        &names,
+        &dump,
+        "unwrapped_symbols",
+        (0..NAMES).map(|i| format!("cuX{i:07}")),
+    );
+    // Every report first, so that this process holds none of them while one runs.
+    let mut reports = Vec::new();
+    for (path, size) in [(&apis, apis_size), (&names, names_size)] {
+        assert!(size > 19_000_000, "{size} bytes");
+        for json in [false, true] {
+            let mut cmd = Command::new(gpuspy());
+            cmd.arg("report").args(json.then_some("--json")).arg(path);
+            let (status, stdout, peak_kib) = run_with_peak_rss(&mut cmd);
+            assert_eq!(status.code(), Some(0), "{path:?} json {json}");
+            eprintln!(
+                "{size} bytes, json {json}: peak RSS {} MiB",
+                peak_kib / 1024
             );
-            assert_eq!(text.matches("\n  cuFake").count(), SYMBOLS);
+            let limit_kib = (4 * size + (64 << 20)) / 1024;
+            assert!(
+                peak_kib < limit_kib,
+                "{path:?} json {json}: peak {peak_kib} KiB, limit {limit_kib} KiB"
+            );
+            reports.push(std::io::BufReader::new(stdout));
         }
     }
+    let mut reports = reports.into_iter();
+    let mut text = || std::io::read_to_string(reports.next().unwrap()).unwrap();
+    let apis_text = text();
+    assert!(
+        apis_text.starts_with("gpuspy report: 1 process, "),
+        "{apis_text:.200}"
+    );
+    assert_eq!(apis_text.matches("\n  cuFake").count(), SYMBOLS);
+    let r: serde_json::Value = serde_json::from_str(&text()).unwrap();
+    assert_eq!(r["apis"].as_array().unwrap().len(), SYMBOLS + 1);
+    assert_eq!(count(&r, "cuFake0123456"), 3);
+    assert_eq!(count(&r, "cuLaunchKernel"), 5);
+    assert!(text().contains("\n1500000 driver entry points were looked up but are not wrapped"),);
+    let r: serde_json::Value = serde_json::from_str(&text()).unwrap();
+    assert_eq!(r["unwrapped_symbols"].as_array().unwrap().len(), NAMES);
+    assert_eq!(r["unwrapped_symbols"][NAMES - 1], "cuX1499999");
 }
 
 /// A pipe whose reader is gone: stdout's read end closed before gpuspy writes.

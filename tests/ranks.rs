@@ -101,14 +101,14 @@ fn a_thousand_rank_dumps_merge_in_seconds_with_bounded_memory() {
         .unwrap();
     }
     let started = std::time::Instant::now();
-    let (output, max_rss_kib) = output_and_peak_rss(
+    let (status, stdout, max_rss_kib) = run_with_peak_rss(
         std::process::Command::new(gpuspy())
             .args(["report", "--json"])
             .arg(dir.path()),
     );
     let elapsed = started.elapsed();
-    assert_eq!(output.status.code(), Some(0));
-    let r: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(status.code(), Some(0));
+    let r: Value = serde_json::from_reader(std::io::BufReader::new(stdout)).unwrap();
     assert_eq!(r["processes"].as_array().unwrap().len(), 1000);
     assert_eq!(count(&r, "cuMemcpyHtoDAsync"), 200 * 1000);
     assert!(elapsed.as_secs_f64() < 10.0, "took {elapsed:?}");

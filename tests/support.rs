@@ -339,27 +339,23 @@ pub fn write_dump(dir: &Path, name: &str, dump: &gpuspy_format::Dump) -> PathBuf
     path
 }
 
-/// Runs `cmd` to its end with stdout and stderr captured, and its own peak RSS in KiB.
+/// Runs `cmd` to its end, its stdout into a new file, and returns its exit status, that
+/// file (rewound) and its own peak RSS in KiB.
+///
+/// The RSS comes from wait4, for this child alone (RUSAGE_CHILDREN would include any earlier
+/// child's, such as a rustc under cargo build). It is never below this test process's own
+/// peak RSS when the child was started, because the kernel counts the memory of the process
+/// that execs: so the caller keeps little in memory before starting it, and stdout goes to
+/// a file rather than into this process.
 #[allow(clippy::zombie_processes)] // the child is reaped by wait4, which also gives its rusage
-pub fn output_and_peak_rss(cmd: &mut Command) -> (Output, u64) {
+pub fn run_with_peak_rss(cmd: &mut Command) -> (std::process::ExitStatus, std::fs::File, u64) {
+    let stdout = tempfile::tempfile().unwrap();
     let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(stdout.try_clone().unwrap())
+        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let pid = child.id() as i32;
-    // Read the pipes on other threads, then reap the child with wait4: it gives this
-    // child's own peak RSS (RUSAGE_CHILDREN would include any earlier child's, such as a
-    // rustc under cargo build).
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut pipe.unwrap(), &mut bytes).unwrap();
-            bytes
-        })
-    };
-    let stdout = drain(child.stdout.map(|p| Box::new(p) as _));
-    let stderr = drain(child.stderr.map(|p| Box::new(p) as _));
     let mut status = 0;
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: waiting for our own child; wait4 writes status and usage.
@@ -367,12 +363,13 @@ pub fn output_and_peak_rss(cmd: &mut Command) -> (Output, u64) {
     assert_eq!(waited, pid);
     // SAFETY: wait4 filled usage.
     let max_rss_kib = unsafe { usage.assume_init() }.ru_maxrss as u64;
-    let output = Output {
-        status: std::os::unix::process::ExitStatusExt::from_raw(status),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    };
-    (output, max_rss_kib)
+    let mut stdout = stdout;
+    std::io::Seek::rewind(&mut stdout).unwrap();
+    (
+        std::os::unix::process::ExitStatusExt::from_raw(status),
+        stdout,
+        max_rss_kib,
+    )
 }
 
 /// Runs `cmd` to its end with its output captured, or fails the test if it takes longer
