@@ -596,6 +596,9 @@ impl Profile {
             mine.nranks = mine.nranks.max(c.nranks);
             mine.members.extend(c.members);
         }
+        // The sums over processes are made when asked for; they saturate too.
+        let sums = [self.process_wall_ns(), self.driver_ns(), self.active_ns()];
+        self.saturated |= sums.contains(&u64::MAX);
     }
 
     /// The job's wall time: from the earliest process start to the latest dump.
@@ -729,6 +732,21 @@ mod tests {
             members: members.iter().map(|&(m, n)| (m.to_string(), n)).collect(),
             ..CommunicatorView::default()
         }
+    }
+
+    #[test]
+    fn sums_over_processes_saturate_and_say_so() {
+        let one = |pid: u32, driver_ns: u64| {
+            let mut p = crate::diagnose::synthetic::run(1.0).build();
+            p.processes[0].pid = pid;
+            p.processes[0].driver_ns = driver_ns;
+            p
+        };
+        let mut merged = one(1, 1 << 62);
+        merged.absorb(one(2, 1 << 62));
+        assert_eq!((merged.driver_ns(), merged.saturated), (1 << 63, false));
+        merged.absorb(one(3, 1 << 63));
+        assert_eq!((merged.driver_ns(), merged.saturated), (u64::MAX, true));
     }
 
     #[test]
