@@ -450,7 +450,8 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         .processes
         .iter()
         .fold(0u32, |n, pr| n.saturating_add(pr.threads));
-    let (wall_label, of_wall) = if p.processes.len() > 1 {
+    // The headline, what shares are "of", and that in a column's width.
+    let (wall_label, of_wall, of_wall_column) = if p.processes.len() > 1 {
         (
             format!(
                 "wall {} (first start to last dump), process time {} (summed over processes)",
@@ -458,9 +459,10 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
                 duration(wall)
             ),
             "process time",
+            "of time",
         )
     } else {
-        (format!("wall {}", duration(wall)), "wall")
+        (format!("wall {}", duration(wall)), "wall", "of wall")
     };
     let _ = writeln!(
         out,
@@ -540,18 +542,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         let _ = writeln!(
             out,
             "  {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
-            "cause",
-            "calls",
-            "blocked",
-            "p50",
-            "p99",
-            "max",
-            // "of process time", in the width of the column.
-            if of_wall == "wall" {
-                "of wall"
-            } else {
-                "of time"
-            }
+            "cause", "calls", "blocked", "p50", "p99", "max", of_wall_column
         );
         for (cause, l) in &p.syncs {
             let _ = writeln!(

@@ -55,16 +55,13 @@ fn each_dump_counts_once_and_the_wall_time_is_the_jobs_span() {
 #[test]
 fn counts_that_overflow_when_merged_saturate_and_are_flagged() {
     let dir = tempfile::tempdir().unwrap();
-    write_dump(
-        dir.path(),
-        "gpuspy-node-1.json",
-        &crafted_dump(1, 0, 1, 1 << 63),
-    );
-    write_dump(
-        dir.path(),
-        "gpuspy-node-2.json",
-        &crafted_dump(2, 0, 1, 1 << 63),
-    );
+    for pid in [1, 2] {
+        let mut d = crafted_dump(pid, 0, 1, 1 << 63);
+        // Only the calls overflow: 1 ms inside the driver.
+        d.driver_ns = 1_000_000;
+        d.apis[0].total_ns = 1_000_000;
+        write_dump(dir.path(), &format!("gpuspy-node-{pid}.json"), &d);
+    }
     let r = report_json(&[dir.path()]);
     assert_eq!(count(&r, "cuLaunchKernel"), u64::MAX);
     assert_eq!(
