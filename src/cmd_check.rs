@@ -247,11 +247,12 @@ pub fn evaluate(b: &Budget, p: &Profile, run: &str) -> Vec<Case> {
         }
     }
     if let Some(s) = &b.syncs {
-        let blocked: u64 = SyncCause::ALL
-            .iter()
-            .filter_map(|&c| p.sync(c))
-            .map(|l| l.total_ns)
-            .sum();
+        let blocked = crate::profile::total(
+            SyncCause::ALL
+                .iter()
+                .filter_map(|&c| p.sync(c))
+                .map(|l| l.total_ns),
+        );
         let share = blocked as f64 / p.steady_ns() as f64;
         case(
             format!(

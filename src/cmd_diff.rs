@@ -66,7 +66,7 @@ impl<'a> Side<'a> {
     fn new(runs: &'a [Run]) -> Side<'a> {
         let mut merged = Profile::default();
         for r in runs {
-            merged.absorb(&r.profile);
+            merged.absorb(r.profile.clone());
         }
         Side { runs, merged }
     }
@@ -125,7 +125,7 @@ fn latency_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) 
             };
             stats::samples(&p50s(base), &p50s(new))
         } else {
-            stats::histograms(&b.latency.dense, &n.latency.dense)
+            stats::histograms(&b.latency.hist.to_dense(), &n.latency.hist.to_dense())
         };
         // A p99 needs enough calls above it to be stable (10 from 1,000 calls).
         for (label, q, min_calls) in [("p50", 0.5, 1), ("p99", 0.99, 1000)] {
@@ -223,7 +223,9 @@ fn sync_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
         // Longer waits must also be a significant shift of the waits' distribution, not
         // scheduling noise; a cause that appears or vanishes needs no test.
         let significant = match (base.merged.sync(cause), new.merged.sync(cause)) {
-            (Some(bl), Some(nl)) => stats::histograms(&bl.dense, &nl.dense).p_value < o.alpha,
+            (Some(bl), Some(nl)) => {
+                stats::histograms(&bl.hist.to_dense(), &nl.hist.to_dense()).p_value < o.alpha
+            }
             _ => true,
         };
         let material = significant && (n - b).abs() >= 1e6;
@@ -608,9 +610,13 @@ mod tests {
         (0..2)
             .map(|i| {
                 let mut profile = run(1.0).build();
-                let rank = profile.processes[0].clone();
+                let mut rank = profile.processes[0].clone();
+                // Another process (merging keeps the images of one process together), and
+                // each run ten seconds after the last.
+                rank.pid += 1;
                 profile.processes.push(rank);
                 for p in &mut profile.processes {
+                    p.start_unix_ns = i * 10_000_000_000;
                     p.gpu = Some(Box::new(nccl_only(&[
                         ("AllReduce", 10, ms * 1_000_000),
                         ("Broadcast", 1, bcast_us * 1_000),

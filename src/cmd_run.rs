@@ -123,7 +123,7 @@ pub fn run(
         }
     };
     let Some(budget) = budget else {
-        cmd_report::print(&profile, json, found.mine.len() > 1);
+        cmd_report::print(&profile, json, found.mine.len() > 1)?;
         return Ok(code);
     };
     // A failing or signalled command keeps its own exit code; a passing one takes the gate's.
@@ -244,11 +244,9 @@ fn this_runs_dumps(dir: &Path, before: &BTreeMap<PathBuf, FileId>, token: &str) 
             found.others += 1;
             continue;
         }
-        // The shim writes regular files (by rename); anything else (a FIFO that would block
-        // the read, a symlink to a device) was planted and is not read.
-        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
-        match regular.then(|| load(&path).ok()).flatten() {
-            Some(d) if d.process.run_token.as_deref() == Some(token) => found.mine.push(path),
+        // `load` reads regular files only: a planted FIFO or device link is unreadable.
+        match load(&path).ok() {
+            Some((d, _)) if d.process.run_token.as_deref() == Some(token) => found.mine.push(path),
             Some(_) => found.others += 1,
             None => found.unreadable += 1,
         }

@@ -2,6 +2,7 @@
 //! the two bandwidths nccl-tests reports (docs/multi-rank.md#bandwidth).
 
 use crate::profile::Profile;
+use gpuspy_format::hist::add_count;
 use std::collections::BTreeMap;
 
 /// One collective over every rank of the profile.
@@ -28,6 +29,8 @@ pub struct Collective {
     /// The algorithm bandwidth scaled to what each link carried: comparable with the link's
     /// peak whatever the rank count.
     pub busbw: Option<f64>,
+    /// A count or time summed over the ranks reached u64::MAX and stopped there.
+    pub saturated: bool,
 }
 
 /// nccl-tests' bus-bandwidth factor for `op` over `n` ranks, and the factor from the
@@ -57,6 +60,7 @@ pub fn collectives(p: &Profile) -> Vec<Collective> {
         /// Kernel time of each process that ran this collective.
         per_rank_ns: Vec<u64>,
         rank_bytes: u64,
+        saturated: bool,
     }
     let mut by_op: BTreeMap<String, Tally> = BTreeMap::new();
     for process in &p.processes {
@@ -67,9 +71,9 @@ pub fn collectives(p: &Profile) -> Vec<Collective> {
             .flat_map(|a| &a.collectives)
         {
             let t = by_op.entry(c.op.clone()).or_default();
-            t.kernels += c.calls;
-            t.kernel_ns += c.total_ns;
-            *mine.entry(&c.op).or_default() += c.total_ns;
+            t.saturated |= add_count(&mut t.kernels, c.calls)
+                | add_count(&mut t.kernel_ns, c.total_ns)
+                | add_count(mine.entry(&c.op).or_default(), c.total_ns);
         }
         for (op, ns) in mine {
             by_op
@@ -80,7 +84,8 @@ pub fn collectives(p: &Profile) -> Vec<Collective> {
         }
     }
     for ((op, _), &(_, bytes)) in &p.nccl_ops {
-        by_op.entry(op.clone()).or_default().rank_bytes += bytes;
+        let t = by_op.entry(op.clone()).or_default();
+        t.saturated |= add_count(&mut t.rank_bytes, bytes);
     }
     by_op
         .into_iter()
@@ -98,10 +103,11 @@ pub fn collectives(p: &Profile) -> Vec<Collective> {
                 kernels: t.kernels,
                 kernel_ns: t.kernel_ns,
                 least_rank_kernel_ns: least,
-                transfer_ns: least * t.per_rank_ns.len() as u64,
+                transfer_ns: least.saturating_mul(t.per_rank_ns.len() as u64),
                 bytes,
                 ranks,
                 algbw,
+                saturated: t.saturated,
             }
         })
         .collect()
@@ -206,5 +212,15 @@ mod tests {
             (reduce.kernels, reduce.bytes, reduce.algbw),
             (0, 200 * GIB, None)
         );
+    }
+
+    #[test]
+    fn sums_over_ranks_saturate_and_say_so() {
+        let c = collectives(&two_ranks(1 << 63));
+        assert_eq!(
+            (c[0].kernel_ns, c[0].transfer_ns, c[0].saturated),
+            (u64::MAX, u64::MAX, true)
+        );
+        assert!(!collectives(&two_ranks(1_000))[0].saturated);
     }
 }

@@ -224,12 +224,17 @@ pub mod synthetic {
             host: "test".into(),
             exe: "test".into(),
             cmdline: vec![],
+            start_unix_ns: 0,
+            stop_unix_ns: (active_s * 1e9) as u64,
             wall_ns: (active_s * 1e9) as u64,
             active_ns: (active_s * 1e9) as u64,
             driver_ns: 0,
             calls: 0,
             threads: 1,
             complete: true,
+            ended_by: None,
+            image: 0,
+            images: 1,
             rank: None,
             steady_ns: (active_s * 1e9) as u64,
             blocked_ns: 0,
@@ -251,7 +256,10 @@ pub mod synthetic {
             ..Default::default()
         };
         if calls > 0 {
-            l.dense[gpuspy_format::hist::bucket_index(mean)] = calls;
+            l.hist = gpuspy_format::Histogram(vec![(
+                gpuspy_format::hist::bucket_index(mean) as u32,
+                calls,
+            )]);
         }
         l
     }
@@ -262,7 +270,7 @@ pub mod synthetic {
             let entry = self.0.apis.entry(api.to_string()).or_default();
             entry.latency = latency(calls, (total_ms * 1e6) as u64);
             entry.bytes = bytes;
-            entry.symbols.insert(api.to_string(), calls);
+            entry.add_symbol(api, calls);
             self
         }
 

@@ -3,6 +3,7 @@
 use crate::collectives::{collectives, link_peak, Collective};
 use crate::diagnose::{share, Diagnosis, Severity};
 use crate::profile::{Latency, ProcessInfo, Profile};
+use gpuspy_format::Ending;
 use std::fmt::Write;
 
 /// `1.23 ms`-style durations with three significant figures.
@@ -428,34 +429,57 @@ fn hist_quantiles(h: &gpuspy_format::Histogram) -> String {
     if n == 0 {
         return "none".into();
     }
-    let dense = h.to_dense();
     let max = h.0.last().map_or(0, |&(i, _)| {
         gpuspy_format::hist::bucket_bounds(i as usize).1
     });
     format!(
         "{n}, p50 {}, p99 {}, longest < {}",
-        duration(gpuspy_format::hist::quantile(&dense, 0.5, max)),
-        duration(gpuspy_format::hist::quantile(&dense, 0.99, max)),
+        duration(h.quantile(0.5, max)),
+        duration(h.quantile(0.99, max)),
         duration(max)
     )
 }
 
 pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
     let mut out = String::new();
-    let wall = p.wall_ns();
+    // Driver and sync times are summed over the processes, so their shares are of the
+    // processes' wall time summed; the headline wall time is the job's span.
+    let wall = p.process_wall_ns();
     let driver = p.driver_ns();
-    let threads: u32 = p.processes.iter().map(|pr| pr.threads).sum();
+    let threads = p
+        .processes
+        .iter()
+        .fold(0u32, |n, pr| n.saturating_add(pr.threads));
+    // The headline, what shares are "of", and that in a column's width.
+    let (wall_label, of_wall, of_wall_column) = if p.processes.len() > 1 {
+        (
+            format!(
+                "wall {} (first start to last dump), process time {} (summed over processes)",
+                duration(p.span_ns()),
+                duration(wall)
+            ),
+            "process time",
+            "of time",
+        )
+    } else {
+        (format!("wall {}", duration(wall)), "wall", "of wall")
+    };
     let _ = writeln!(
         out,
-        "gpuspy report: {} process{}, {} thread{}, wall {}, inside the driver {} ({} of wall)",
+        "gpuspy report: {} process{}, {} thread{}, {wall_label}, inside the driver {} ({} of {of_wall})",
         p.processes.len(),
         if p.processes.len() == 1 { "" } else { "es" },
         threads,
         if threads == 1 { "" } else { "s" },
-        duration(wall),
         duration(driver),
         percent(driver, wall),
     );
+    if p.saturated {
+        let _ = writeln!(
+            out,
+            "note: some merged counts reached 2^64-1 and stopped there instead of wrapping around: figures shown as 18446744073709551615 are at least that"
+        );
+    }
     let incomplete = p.processes.iter().filter(|pr| !pr.complete).count();
     if incomplete > 0 {
         let _ = writeln!(
@@ -468,17 +492,18 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         let _ = writeln!(out, "\nProcesses");
         let _ = writeln!(
             out,
-            "  {:>8}  {:>10}  {:>10}  {:>10}  command",
-            "pid", "wall", "driver", "calls"
+            "  {:>8}  {:>10}  {:>10}  {:>10}  {:<22}  command",
+            "pid", "wall", "driver", "calls", "ended"
         );
         for pr in &p.processes {
             let _ = writeln!(
                 out,
-                "  {:>8}  {:>10}  {:>10}  {:>10}  {}",
+                "  {:>8}  {:>10}  {:>10}  {:>10}  {:<22}  {}",
                 pr.pid,
                 duration(pr.wall_ns),
                 duration(pr.driver_ns),
                 pr.calls,
+                ending(pr),
                 pr.cmdline.join(" "),
             );
         }
@@ -503,7 +528,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
             latency_columns(&api.latency),
             api.errors(),
         );
-        if api.symbols.len() > 1 || api.symbols.keys().any(|s| s != name) {
+        if api.symbols.len() > 1 || api.symbols.iter().any(|(s, _)| s != name) {
             let variants: Vec<String> = api
                 .symbols
                 .iter()
@@ -517,7 +542,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         let _ = writeln!(
             out,
             "  {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
-            "cause", "calls", "blocked", "p50", "p99", "max", "of wall"
+            "cause", "calls", "blocked", "p50", "p99", "max", of_wall_column
         );
         for (cause, l) in &p.syncs {
             let _ = writeln!(
@@ -577,7 +602,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
     for (i, (name, api)) in p.by_total_time().into_iter().take(5).enumerate() {
         let _ = writeln!(
             out,
-            "  {}. {:<28} {:>10}  {:>6} of driver time, {:>6} of wall",
+            "  {}. {:<28} {:>10}  {:>6} of driver time, {:>6} of {of_wall}",
             i + 1,
             name,
             duration(api.latency.total_ns),
@@ -598,6 +623,22 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
         );
     }
     out
+}
+
+/// How a process ended: its last image's exit, exec or signal, or its last periodic flush.
+fn ending(pr: &ProcessInfo) -> String {
+    let images = if pr.images > 1 {
+        format!(" ({} images)", pr.images)
+    } else {
+        String::new()
+    };
+    let how = match pr.ended_by {
+        Some(Ending::Exec) => "exec'd".to_string(),
+        Some(Ending::Signal(n)) => format!("killed by signal {n}"),
+        None if pr.complete => "exited".to_string(),
+        None => "periodic flush".to_string(),
+    };
+    how + &images
 }
 
 /// NCCL kernel time per collective and the bandwidths it gives, when CUPTI measured it.
@@ -629,10 +670,13 @@ fn collectives_table(out: &mut String, p: &Profile) {
         ))
     );
     for c in &timed {
-        let of_peak = match (c.busbw, peak) {
+        let mut of_peak = match (c.busbw, peak) {
             (Some(bus), Some((bps, _))) => format!("{:.1} %", bus / bps * 100.0),
             _ => String::new(),
         };
+        if c.saturated {
+            of_peak += " (a sum over ranks saturated at 2^64-1)";
+        }
         let _ = writeln!(
             out,
             "  {:<14} {:>8} {:>10} {:>12} {:>12} {:>12}  {of_peak}",

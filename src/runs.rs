@@ -4,7 +4,7 @@
 //! one run, merged). A directory whose subdirectories hold the dumps is several runs, one per
 //! subdirectory.
 
-use crate::profile::{is_dump_name, Profile};
+use crate::profile::{distinct, is_dump_name, Profile};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -13,17 +13,21 @@ pub struct Run {
     pub profile: Profile,
 }
 
+/// The runs under `paths`, each once however many PATHs name it.
 pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
-    let mut runs = Vec::new();
+    let mut run_dirs = Vec::new();
     for path in paths {
-        for run_path in run_paths(path)? {
-            runs.push(Run {
+        run_dirs.extend(run_paths(path)?);
+    }
+    distinct(run_dirs)
+        .into_iter()
+        .map(|run_path| {
+            Ok(Run {
                 name: run_path.display().to_string(),
                 profile: Profile::load(std::slice::from_ref(&run_path))?,
-            });
-        }
-    }
-    Ok(runs)
+            })
+        })
+        .collect()
 }
 
 fn run_paths(path: &Path) -> Result<Vec<PathBuf>> {

@@ -28,8 +28,9 @@ fn normal_tail(z: f64) -> f64 {
 /// Mann-Whitney U between two histograms over the same buckets, with mid-ranks for ties and
 /// the tie-corrected normal approximation (the samples are calls, so thousands).
 pub fn histograms(a: &[u64], b: &[u64]) -> Test {
-    let n1: f64 = a.iter().sum::<u64>() as f64;
-    let n2: f64 = b.iter().sum::<u64>() as f64;
+    // In f64 throughout: merged counts may be saturated at u64::MAX.
+    let n1: f64 = a.iter().map(|&c| c as f64).sum();
+    let n2: f64 = b.iter().map(|&c| c as f64).sum();
     let n = n1 + n2;
     if n1 == 0.0 || n2 == 0.0 {
         return Test {
@@ -39,7 +40,7 @@ pub fn histograms(a: &[u64], b: &[u64]) -> Test {
     }
     let (mut below, mut rank_sum_b, mut ties) = (0.0, 0.0, 0.0);
     for (&x, &y) in a.iter().zip(b) {
-        let t = (x + y) as f64;
+        let t = x as f64 + y as f64;
         if t == 0.0 {
             continue;
         }

@@ -123,3 +123,214 @@ fn report_on_a_dump_recorded_on_the_h200() {
     assert!(text.contains("pageable-async-copy"), "{text}");
     assert!(text.contains("more in --json"), "{text}");
 }
+
+/// `gpuspy report PATH` within 10 s (a hang fails the test): exit code and stderr.
+fn report_within(path: &std::path::Path) -> (Option<i32>, String) {
+    let out = output_within(
+        Command::new(gpuspy()).arg("report").arg(path),
+        std::time::Duration::from_secs(10),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
+#[test]
+fn a_fifo_or_device_named_like_a_dump_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("gpuspy-x.json");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+    let zero_dir = tempfile::tempdir().unwrap();
+    let zero = zero_dir.path().join("gpuspy-zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for path in [&fifo, dir.path(), &zero, zero_dir.path()] {
+        let (code, stderr) = report_within(path);
+        assert_eq!(code, Some(2), "{path:?}: {stderr}");
+        let target = if path.starts_with(dir.path()) {
+            &fifo
+        } else {
+            &zero
+        };
+        assert_eq!(
+            stderr,
+            format!(
+                "gpuspy: {}: not a regular file (a FIFO, device or directory); gpuspy reads only dump files\n",
+                target.display()
+            )
+        );
+    }
+}
+
+#[test]
+fn a_file_over_the_size_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("gpuspy-big.json");
+    // Sparse: 300 MiB that take no disk.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    let (code, stderr) = report_within(dir.path());
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "gpuspy: {}: 300 MiB, larger than a gpuspy dump can be (256 MiB)\n",
+            big.display()
+        )
+    );
+}
+
+/// Writes `dump` as `path` with `items` streamed into its list `field` (empty in `dump`),
+/// so that this process never holds the file in memory (see `run_with_peak_rss`).
+fn write_with_long_list<T: serde::Serialize>(
+    path: &std::path::Path,
+    dump: &gpuspy_format::Dump,
+    field: &str,
+    items: impl Iterator<Item = T>,
+) -> u64 {
+    use std::io::Write;
+    let text = serde_json::to_string(dump).unwrap();
+    let (head, tail) = text.split_once(&format!("\"{field}\":[]")).unwrap();
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    write!(w, "{head}\"{field}\":[").unwrap();
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            w.write_all(b",").unwrap();
+        }
+        serde_json::to_writer(&mut w, &item).unwrap();
+    }
+    write!(w, "]{tail}").unwrap();
+    w.flush().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// Hostile dumps of 20 MB, one of 170,000 distinct symbols and one of 1.5 million names
+/// looked up, cost at most 4 times their size plus 64 MiB to report on, as text and as
+/// JSON. (Through `serde_json::Value` and a dense histogram per API it took over 100 times
+/// the size.)
+#[test]
+fn memory_stays_within_four_times_a_large_dump() {
+    const SYMBOLS: usize = 170_000;
+    const NAMES: usize = 1_500_000;
+    let dir = tempfile::tempdir().unwrap();
+    let mut dump = crafted_dump(7, 0, 10, 5);
+    let launches = std::mem::take(&mut dump.apis).remove(0);
+    let apis = dir.path().join("gpuspy-apis.json");
+    let fakes = (0..SYMBOLS).map(|i| gpuspy_format::ApiRecord {
+        symbol: format!("cuFake{i:07}"),
+        calls: 3,
+        hist: gpuspy_format::Histogram(vec![(100, 1), (200, 2)]),
+        ..launches.clone()
+    });
+    let apis_size = write_with_long_list(
+        &apis,
+        &dump,
+        "apis",
+        std::iter::once(launches.clone()).chain(fakes),
+    );
+    dump.apis = vec![launches];
+    let names = dir.path().join("gpuspy-names.json");
+    let names_size = write_with_long_list(
+        &names,
+        &dump,
+        "unwrapped_symbols",
+        (0..NAMES).map(|i| format!("cuX{i:07}")),
+    );
+    // Every report first, so that this process holds none of them while one runs.
+    let mut reports = Vec::new();
+    for (path, size) in [(&apis, apis_size), (&names, names_size)] {
+        assert!(size > 19_000_000, "{size} bytes");
+        for json in [false, true] {
+            let mut cmd = Command::new(gpuspy());
+            cmd.arg("report").args(json.then_some("--json")).arg(path);
+            let Measured {
+                status,
+                stdout,
+                max_rss_kib: peak_kib,
+                ..
+            } = run_with_peak_rss(&mut cmd);
+            assert_eq!(status.code(), Some(0), "{path:?} json {json}");
+            eprintln!(
+                "{size} bytes, json {json}: peak RSS {} MiB",
+                peak_kib / 1024
+            );
+            let limit_kib = (4 * size + (64 << 20)) / 1024;
+            assert!(
+                peak_kib < limit_kib,
+                "{path:?} json {json}: peak {peak_kib} KiB, limit {limit_kib} KiB"
+            );
+            reports.push(std::io::BufReader::new(stdout));
+        }
+    }
+    // Read without building what is not checked: this process must stay small while the
+    // other tests' children run (see run_with_peak_rss).
+    let mut reports = reports.into_iter();
+    let mut apis_text = std::io::BufRead::lines(reports.next().unwrap()).map(Result::unwrap);
+    assert!(apis_text
+        .next()
+        .unwrap()
+        .starts_with("gpuspy report: 1 process, "));
+    assert_eq!(
+        apis_text.filter(|l| l.starts_with("  cuFake")).count(),
+        SYMBOLS
+    );
+    let r: Large = serde_json::from_reader(reports.next().unwrap()).unwrap();
+    assert_eq!(r.apis.len(), SYMBOLS + 1);
+    let count = |name: &str| r.apis.iter().find(|a| a.api == name).unwrap().count;
+    assert_eq!((count("cuFake0123456"), count("cuLaunchKernel")), (3, 5));
+    let names_text = std::io::read_to_string(reports.next().unwrap()).unwrap();
+    assert!(
+        names_text.contains("\n1500000 driver entry points were looked up but are not wrapped (calls to them are not counted): cuX0000000, cuX0000001, "),
+        "{names_text}"
+    );
+    let r: Large = serde_json::from_reader(reports.next().unwrap()).unwrap();
+    assert_eq!(r.unwrapped_symbols.len(), NAMES);
+}
+
+/// The parts of a large `report --json` that the test checks.
+#[derive(serde::Deserialize)]
+struct Large {
+    apis: Vec<ApiCount>,
+    unwrapped_symbols: Vec<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct ApiCount {
+    api: String,
+    count: u64,
+}
+
+/// A pipe whose reader is gone: stdout's read end closed before gpuspy writes.
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into fds.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors are new and owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    write.into()
+}
+
+/// `gpuspy explain | true`, `gpuspy report DIR | head`: gpuspy dies of SIGPIPE, as Unix
+/// tools do, instead of panicking with exit 101.
+#[test]
+fn a_closed_pipe_ends_gpuspy_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dump = data("h200-torch-pageable.json");
+    for args in [
+        vec!["explain"],
+        vec!["report", s(&dump)],
+        vec!["report", "--json", s(&dump)],
+    ] {
+        let out = Command::new(gpuspy())
+            .args(&args)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}");
+    }
+}

@@ -141,16 +141,10 @@ fn the_slow_rank_is_named_and_an_even_job_names_none() {
 }
 
 #[test]
-#[allow(clippy::zombie_processes)] // the child is reaped by wait4, which also gives its rusage
 fn a_thousand_rank_dumps_merge_in_seconds_with_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let template: Value = serde_json::from_slice(
-        &std::fs::read(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-torch-pageable.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let template: Value =
+        serde_json::from_slice(&std::fs::read(data("h200-torch-pageable.json")).unwrap()).unwrap();
     for r in 0..1000u32 {
         let mut d = template.clone();
         d["process"]["pid"] = (10_000 + r).into();
@@ -163,35 +157,28 @@ fn a_thousand_rank_dumps_merge_in_seconds_with_bounded_memory() {
         .unwrap();
     }
     let started = std::time::Instant::now();
-    let mut child = std::process::Command::new(gpuspy())
-        .args(["report", "--json"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = Vec::new();
-    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
-    // wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would include any earlier
-    // child's, such as a rustc under cargo build).
-    let mut status = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: waiting for our own child; wait4 writes status and usage.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, usage.as_mut_ptr()) };
+    let measured = run_with_peak_rss(
+        std::process::Command::new(gpuspy())
+            .args(["report", "--json"])
+            .arg(dir.path()),
+    );
     let elapsed = started.elapsed();
-    assert_eq!(pid, child.id() as i32);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-    let r: Value = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(measured.status.code(), Some(0));
+    let r: Value = serde_json::from_reader(std::io::BufReader::new(&measured.stdout)).unwrap();
     assert_eq!(r["processes"].as_array().unwrap().len(), 1000);
     assert_eq!(count(&r, "cuMemcpyHtoDAsync"), 200 * 1000);
-    // SAFETY: wait4 filled usage.
-    let usage = unsafe { usage.assume_init() };
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     // The child's own CPU time, not the wall time: on a loaded machine the wall time also
     // counts the time it waited for a CPU. About 0.2 s here.
-    let cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
-    let max_rss_mib = usage.ru_maxrss / 1024;
-    eprintln!("1,000 dumps: {elapsed:?} ({cpu_s:.2} s of CPU), peak RSS {max_rss_mib} MiB");
-    assert!(cpu_s < 10.0, "took {cpu_s:.2} s of CPU ({elapsed:?})");
+    let max_rss_mib = measured.max_rss_kib / 1024;
+    eprintln!(
+        "1,000 dumps: {elapsed:?} ({:.2} s of CPU), peak RSS {max_rss_mib} MiB",
+        measured.cpu_s
+    );
+    assert!(
+        measured.cpu_s < 10.0,
+        "took {:.2} s of CPU ({elapsed:?})",
+        measured.cpu_s
+    );
     assert!(max_rss_mib < 256, "peak RSS of a child {max_rss_mib} MiB");
 }
 

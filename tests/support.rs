@@ -135,9 +135,20 @@ impl Run {
         String::from_utf8_lossy(&self.output.stdout).into_owned()
     }
 
+    /// The dumps written (a process killed while writing may leave a `.gpuspy-*.tmp` file,
+    /// which is not one).
     pub fn dumps(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = match std::fs::read_dir(self.out_dir.path()) {
-            Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+            Ok(rd) => rd
+                .map(|e| e.unwrap().path())
+                .filter(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .starts_with("gpuspy-")
+                })
+                .collect(),
             Err(_) => Vec::new(),
         };
         v.sort();
@@ -290,4 +301,117 @@ pub fn gpuspy_cmd(args: &[&str]) -> Output {
 
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// A checked-in dump, from tests/data.
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// Unix ns of the crafted dumps' second 0.
+pub const EPOCH_NS: u64 = 1_795_960_800_000_000_000;
+
+/// A dump of process `pid` on host `node`, started `start_s` seconds after `EPOCH_NS` and
+/// dumped at `stop_s`, whose only calls are `launches` cuLaunchKernel calls of 1 us.
+pub fn crafted_dump(pid: u32, start_s: u64, stop_s: u64, launches: u64) -> gpuspy_format::Dump {
+    use gpuspy_format::{hist, ApiRecord, Histogram};
+    let mut d: gpuspy_format::Dump =
+        serde_json::from_slice(&std::fs::read(data("h200-torch-pageable.json")).unwrap()).unwrap();
+    d.process.pid = pid;
+    d.process.host = "node".into();
+    d.start_unix_ns = EPOCH_NS + start_s * 1_000_000_000;
+    d.stop_unix_ns = EPOCH_NS + stop_s * 1_000_000_000;
+    d.first_call_unix_ns = d.start_unix_ns;
+    d.driver_ns = launches.saturating_mul(1_000);
+    d.apis = vec![ApiRecord {
+        symbol: "cuLaunchKernel".into(),
+        calls: launches,
+        nested: 0,
+        total_ns: d.driver_ns,
+        max_ns: 1_000,
+        bytes: 0,
+        results: vec![],
+        hist: Histogram(vec![(hist::bucket_index(1_000) as u32, launches)]),
+    }];
+    d.syncs.clear();
+    d.copies.clear();
+    d.unwrapped_symbols.clear();
+    d.nccl = None;
+    d.gpu = None;
+    d
+}
+
+/// Writes `dump` as `dir/name`.
+pub fn write_dump(dir: &Path, name: &str, dump: &gpuspy_format::Dump) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(dump).unwrap()).unwrap();
+    path
+}
+
+/// What `run_with_peak_rss` measured of one child.
+pub struct Measured {
+    pub status: std::process::ExitStatus,
+    /// Its stdout, rewound.
+    pub stdout: std::fs::File,
+    pub max_rss_kib: u64,
+    /// Its own user and system CPU time: unlike wall time, not stretched while it waited
+    /// for a CPU on a loaded machine.
+    pub cpu_s: f64,
+}
+
+/// Runs `cmd` to its end, its stdout into a new file, and returns its exit status, that
+/// file, its own peak RSS and its CPU time.
+///
+/// The RSS comes from wait4, for this child alone (RUSAGE_CHILDREN would include any earlier
+/// child's, such as a rustc under cargo build). It is never below this test process's own
+/// peak RSS when the child was started, because the kernel counts the memory of the process
+/// that execs: so the caller keeps little in memory before starting it, and stdout goes to
+/// a file rather than into this process.
+#[allow(clippy::zombie_processes)] // the child is reaped by wait4, which also gives its rusage
+pub fn run_with_peak_rss(cmd: &mut Command) -> Measured {
+    let stdout = tempfile::tempfile().unwrap();
+    let child = cmd
+        .stdout(stdout.try_clone().unwrap())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut status = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: waiting for our own child; wait4 writes status and usage.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
+    assert_eq!(waited, pid);
+    // SAFETY: wait4 filled usage.
+    let usage = unsafe { usage.assume_init() };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let mut stdout = stdout;
+    std::io::Seek::rewind(&mut stdout).unwrap();
+    Measured {
+        status: std::os::unix::process::ExitStatusExt::from_raw(status),
+        stdout,
+        max_rss_kib: usage.ru_maxrss as u64,
+        cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+    }
+}
+
+/// Runs `cmd` to its end with its output captured, or fails the test if it takes longer
+/// than `limit` (then kills it: a command that hangs must not hang the tests).
+pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
 }

@@ -20,6 +20,9 @@ mod gpu;
 mod hardening;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
 mod lifecycle;
+/// Merging crafted dumps: each once, a process's images as one, the job's span,
+/// saturating counts, redacted secrets, dumps planted by another user.
+mod merging;
 /// Distributed jobs: rank naming, stragglers, scale.
 mod ranks;
 /// Copies, implicit syncs, errors and latency buckets.

@@ -97,17 +97,38 @@ impl Histogram {
         dense
     }
 
-    /// Adds this histogram's counts into a dense array of `BUCKETS` counters.
+    /// Adds this histogram's counts into a dense array of `BUCKETS` counters (saturating).
     pub fn add_to(&self, dense: &mut [u64]) {
         for &(i, c) in &self.0 {
             if let Some(slot) = dense.get_mut(i as usize) {
-                *slot += c;
+                add_count(slot, c);
             }
         }
     }
 
+    /// Adds another histogram's counts into this one, keeping it sparse: a reader holds one
+    /// histogram per API family, and a dense one would be 7.8 KB each. Returns whether a
+    /// count saturated (see `add_count`).
+    pub fn merge(&mut self, other: &Histogram) -> bool {
+        let mut clipped = false;
+        let mut all: Vec<(u32, u64)> = self.0.drain(..).chain(other.0.iter().copied()).collect();
+        all.sort_by_key(|&(i, _)| i);
+        for (i, c) in all {
+            match self.0.last_mut() {
+                Some((j, n)) if *j == i => clipped |= add_count(n, c),
+                _ => self.0.push((i, c)),
+            }
+        }
+        clipped
+    }
+
     pub fn count(&self) -> u64 {
-        self.0.iter().map(|&(_, c)| c).sum()
+        self.0.iter().fold(0, |n, &(_, c)| n.saturating_add(c))
+    }
+
+    /// The value at quantile `q` (0..=1): see `quantile`.
+    pub fn quantile(&self, q: f64, max: u64) -> u64 {
+        quantile_of(self.0.iter().map(|&(i, c)| (i as usize, c)), q, max)
     }
 
     /// Values of at least `min` (by their bucket's lower bound): how many, and their
@@ -133,17 +154,30 @@ impl Histogram {
     }
 }
 
+/// Adds `n` to a count, saturating at u64::MAX instead of wrapping (two dumps of 2^63 calls
+/// merged would read 0). Returns whether it saturated, so that a report can say so.
+pub fn add_count(total: &mut u64, n: u64) -> bool {
+    let (sum, overflowed) = total.overflowing_add(n);
+    *total = if overflowed { u64::MAX } else { sum };
+    overflowed
+}
+
 /// The value at quantile `q` (0..=1) of a dense histogram: the midpoint of the bucket that
 /// holds it, capped at `max` (the exact largest value seen), or 0 for an empty histogram.
 pub fn quantile(dense: &[u64], q: f64, max: u64) -> u64 {
-    let total: u64 = dense.iter().sum();
+    quantile_of(dense.iter().copied().enumerate(), q, max)
+}
+
+/// `quantile` over `(bucket index, count)` pairs in ascending bucket order.
+fn quantile_of(buckets: impl Iterator<Item = (usize, u64)> + Clone, q: f64, max: u64) -> u64 {
+    let total = buckets.clone().fold(0u64, |n, (_, c)| n.saturating_add(c));
     if total == 0 {
         return 0;
     }
     let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
-    let mut seen = 0;
-    for (i, &c) in dense.iter().enumerate() {
-        seen += c;
+    let mut seen = 0u64;
+    for (i, c) in buckets {
+        seen = seen.saturating_add(c);
         if seen >= rank {
             let (low, high) = bucket_bounds(i);
             return (low + (high - 1 - low) / 2).min(max);
@@ -228,5 +262,17 @@ mod tests {
         assert_eq!(sparse.0, vec![(3, 5), (400, 7)]);
         assert_eq!(sparse.count(), 12);
         assert_eq!(sparse.to_dense(), dense);
+    }
+
+    #[test]
+    fn merging_keeps_buckets_sparse_and_saturates() {
+        let mut a = Histogram(vec![(3, 5), (400, u64::MAX - 1)]);
+        assert!(!a.merge(&Histogram(vec![(1, 2), (3, 1)])));
+        assert_eq!(a.0, vec![(1, 2), (3, 6), (400, u64::MAX - 1)]);
+        assert!(a.merge(&Histogram(vec![(400, 2), (900, 1)])));
+        assert_eq!(a.0, vec![(1, 2), (3, 6), (400, u64::MAX), (900, 1)]);
+        assert_eq!(a.count(), u64::MAX);
+        let dense = a.to_dense();
+        assert_eq!(a.quantile(0.5, u64::MAX), quantile(&dense, 0.5, u64::MAX));
     }
 }

@@ -1,0 +1,194 @@
+use crate::support::*;
+use gpuspy_format::Ending;
+use serde_json::json;
+use std::process::Command;
+
+/// `gpuspy report ARGS`: exit code, stdout, stderr.
+fn report(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(gpuspy())
+        .arg("report")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// Two ranks of a job: one runs from second 0 to 20, the other from 3 to 23. The job took
+/// 23 s; its processes 40 s between them.
+#[test]
+fn each_dump_counts_once_and_the_wall_time_is_the_jobs_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_dump(
+        dir.path(),
+        "gpuspy-node-1.json",
+        &crafted_dump(1, 0, 20, 100),
+    );
+    write_dump(
+        dir.path(),
+        "gpuspy-node-2.json",
+        &crafted_dump(2, 3, 23, 50),
+    );
+    // A link to a dump beside it is the same dump.
+    std::os::unix::fs::symlink(&a, dir.path().join("gpuspy-link.json")).unwrap();
+    let d = s(dir.path());
+    let r = report_json(&[dir.path(), dir.path(), &a]);
+    assert_eq!(r["processes"].as_array().unwrap().len(), 2);
+    assert_eq!(count(&r, "cuLaunchKernel"), 150);
+    assert_eq!(r["wall_ns"], 23_000_000_000u64);
+    assert_eq!(r["process_wall_ns"], 40_000_000_000u64);
+    assert_eq!(r["driver_ns"], 150_000u64);
+    let (code, text, _) = report(&[d, d]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "gpuspy report: 2 processes, 2 threads, wall 23.0 s (first start to last dump), \
+         process time 40.0 s (summed over processes), inside the driver 150 us (0.0% of process time)"
+    );
+    let once = report_json(&[&a, &a]);
+    assert_eq!(count(&once, "cuLaunchKernel"), 100);
+    assert_eq!(once["wall_ns"], 20_000_000_000u64);
+}
+
+/// Two dumps of 2^63 calls each: the sum saturates at 2^64-1 instead of wrapping to 0,
+/// and the report says so.
+#[test]
+fn counts_that_overflow_when_merged_saturate_and_are_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    for pid in [1, 2] {
+        let mut d = crafted_dump(pid, 0, 1, 1 << 63);
+        // Only the calls overflow: 1 ms inside the driver.
+        d.driver_ns = 1_000_000;
+        d.apis[0].total_ns = 1_000_000;
+        write_dump(dir.path(), &format!("gpuspy-node-{pid}.json"), &d);
+    }
+    let r = report_json(&[dir.path()]);
+    assert_eq!(count(&r, "cuLaunchKernel"), u64::MAX);
+    assert_eq!(
+        symbols(&r, "cuLaunchKernel"),
+        vec![("cuLaunchKernel".to_string(), u64::MAX)]
+    );
+    assert_eq!(r["saturated"], true);
+    assert_eq!(r["processes"][1]["calls"], 1u64 << 63);
+    let (_, text, _) = report(&[s(dir.path())]);
+    assert!(
+        text.contains("\nnote: some merged counts reached 2^64-1 and stopped there"),
+        "{text}"
+    );
+    assert!(text.contains(" 18446744073709551615 "), "{text}");
+    let one = report_json(&[&dir.path().join("gpuspy-node-1.json")]);
+    assert_eq!(one["saturated"], false);
+}
+
+/// A process that exec'd left one dump per image: one process, the images' calls summed,
+/// and how it ended (`killed by signal 15`, `exec'd`) in the table and the JSON.
+#[test]
+fn the_images_of_one_process_are_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = crafted_dump(40, 0, 2, 100);
+    first.ended_by = Some(Ending::Exec);
+    let mut second = crafted_dump(40, 0, 5, 7);
+    second.process.image = 1;
+    second.process.cmdline = vec!["after-exec".into()];
+    second.ended_by = Some(Ending::Signal(15));
+    // The same pid with another start: a later process that reused the pid.
+    let mut other = crafted_dump(40, 1, 3, 1);
+    other.ended_by = Some(Ending::Exec);
+    // Named so that the later image is read first.
+    write_dump(dir.path(), "gpuspy-node-40-b.json", &first);
+    write_dump(dir.path(), "gpuspy-node-40-a.json", &second);
+    write_dump(dir.path(), "gpuspy-node-40-c.json", &other);
+    let r = report_json(&[dir.path()]);
+    let processes = r["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 2);
+    let p = &processes[0];
+    assert_eq!(
+        (&p["pid"], &p["calls"], &p["images"], &p["wall_ns"]),
+        (&json!(40), &json!(107), &json!(2), &json!(5_000_000_000u64))
+    );
+    assert_eq!(p["ended_by"], json!({"signal": 15}));
+    assert_eq!(p["cmdline"], json!(["after-exec"]));
+    assert_eq!(processes[1]["ended_by"], "exec");
+    assert_eq!(count(&r, "cuLaunchKernel"), 108);
+    let (_, text, _) = report(&["--per-process", s(dir.path())]);
+    assert!(
+        text.contains("killed by signal 15 (2 images)  after-exec\n"),
+        "{text}"
+    );
+    assert!(text.contains(" exec'd "), "{text}");
+}
+
+/// Dumps written before the shim redacted secrets still hold them: the reader redacts.
+#[test]
+fn secrets_in_an_old_dumps_command_line_are_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = crafted_dump(1, 0, 1, 1);
+    d.process.cmdline = [
+        "train.py",
+        "--password=hunter2",
+        "--api-key",
+        "abc",
+        "--tokenizer",
+        "gpt2",
+    ]
+    .map(String::from)
+    .to_vec();
+    write_dump(dir.path(), "gpuspy-node-1.json", &d);
+    let r = report_json(&[dir.path()]);
+    assert_eq!(
+        r["processes"][0]["cmdline"],
+        json!([
+            "train.py",
+            "--password=<redacted>",
+            "--api-key",
+            "<redacted>",
+            "--tokenizer",
+            "gpt2"
+        ])
+    );
+    for args in [vec!["--json"], vec!["--per-process"]] {
+        let (_, out, _) = report(&[args.as_slice(), &[s(dir.path())]].concat());
+        assert!(!out.contains("hunter2") && !out.contains("abc"), "{out}");
+    }
+}
+
+/// A dump that another user could have planted in a shared directory draws one warning
+/// naming it; the report goes on.
+#[test]
+fn dumps_owned_by_another_user_are_named_in_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dump(dir.path(), "gpuspy-node-1.json", &crafted_dump(1, 0, 1, 10));
+    let (code, _, stderr) = report(&[s(dir.path())]);
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let planted = write_dump(dir.path(), "gpuspy-node-2.json", &crafted_dump(2, 0, 1, 5));
+    std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+    let (code, out, stderr) = report(&["--json", s(dir.path())]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stderr,
+        format!(
+            "gpuspy: warning: dumps not owned by their directory's owner, you or root (another user may have planted or replaced them): {} (uid 65534)\n",
+            planted.display()
+        )
+    );
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(count(&r, "cuLaunchKernel"), 15);
+}
+
+/// `check RUN RUN` checks the run once, as `report` reads each dump once.
+#[test]
+fn a_run_named_twice_is_checked_once() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dump(
+        dir.path(),
+        "gpuspy-node-1.json",
+        &crafted_dump(1, 0, 1, 100),
+    );
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "[api.cuLaunchKernel]\nmax_per_run = 100\n").unwrap();
+    let d = s(dir.path());
+    let out = gpuspy_cmd(&["check", d, d, "--budget", s(&budget), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["cases"].as_array().unwrap().len(), 1, "{r}");
+}
