@@ -157,7 +157,14 @@ fn run_token() -> String {
 fn check_out_dir(dir: &Path, token: &str) -> Result<(), String> {
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => return Err("it is a file, not a directory".into()),
-        Ok(_) => {}
+        Ok(m) => {
+            let link = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            if let Some(why) = gpuspy_format::trust::untrusted_out_dir(&link, &m, me) {
+                return Err(why);
+            }
+        }
         Err(_) => std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o755)

@@ -311,6 +311,19 @@ fn an_output_directory_others_control_is_refused_and_the_program_runs_on() {
     let (dumps, warning) = linked_into(&open);
     assert_eq!(dumps, 0);
     assert!(warning.contains("no sticky bit"), "{warning}");
+    // `gpuspy run` applies the same rule before it starts the job.
+    let refused = gpuspy_cmd(&[
+        "run",
+        "-o",
+        s(&open),
+        "--",
+        s(&program("linked")),
+        "10",
+        "1",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("no sticky bit"));
+    assert!(!String::from_utf8_lossy(&refused.stdout).contains("linked: done"));
     set_mode(&open, 0o1777);
     assert_eq!(linked_into(&open), (1, String::new()));
     // A symlink of this user's to a directory of this user's is followed.

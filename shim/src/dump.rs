@@ -13,7 +13,7 @@ use std::ffi::CString;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::sync::OnceLock;
@@ -277,12 +277,10 @@ fn within_file_size_limit(len: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Opens the output directory, creating it if need be, and vets one that gpuspy did not just
-/// create the way OpenSSH's StrictModes vets a user's files: it must belong to this user
-/// (or root) and must not be writable by every user unless it has the sticky bit, and a
-/// symbolic link to it must belong to this user or root. Otherwise another user could plant
-/// or replace dumps. Everything after this is done relative to the descriptor, so the path
-/// cannot be swapped underneath.
+/// Opens the output directory, creating it if need be, and vets one that gpuspy did not
+/// just create (`gpuspy_format::trust`: another user's directory, or one every user may
+/// write to, could hold planted or replaced dumps). Everything after this is done relative
+/// to the descriptor, so the path cannot be swapped underneath.
 fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
     if let Some(parent) = dir.parent() {
         std::fs::DirBuilder::new()
@@ -295,16 +293,7 @@ fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
         Err(e) => return Err(e),
     };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    let trusted = |owner: u32| owner == me || owner == 0;
     let link = std::fs::symlink_metadata(dir)?;
-    if link.file_type().is_symlink() && !trusted(link.uid()) {
-        return Err(io::Error::other(format!(
-            "it is a symbolic link owned by another user (uid {}); set GPUSPY_OUT to a directory of your own",
-            link.uid()
-        )));
-    }
     let path = c_name(dir.as_os_str())?;
     // SAFETY: a NUL-terminated path; the descriptor is owned below.
     let fd = cvt(unsafe {
@@ -315,20 +304,12 @@ fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
     })?;
     // SAFETY: a descriptor we just opened and own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let meta = std::fs::File::from(fd.try_clone()?).metadata()?;
     if !created {
-        if !trusted(meta.uid()) {
-            return Err(io::Error::other(format!(
-                "it belongs to another user (uid {}); set GPUSPY_OUT to a directory of your own",
-                meta.uid()
-            )));
-        }
-        let mode = meta.mode();
-        if mode & 0o002 != 0 && mode & 0o1000 == 0 {
-            return Err(io::Error::other(format!(
-                "every user may write to it (mode {:o}) and it has no sticky bit; set GPUSPY_OUT to a directory of your own",
-                mode & 0o7777
-            )));
+        let meta = std::fs::File::from(fd.try_clone()?).metadata()?;
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if let Some(why) = gpuspy_format::trust::untrusted_out_dir(&link, &meta, me) {
+            return Err(io::Error::other(why));
         }
     }
     Ok(fd)

@@ -14,6 +14,7 @@ pub const SCHEMA_NAME: &str = "gpuspy-dump";
 pub mod apis;
 pub mod gpu;
 pub mod hist;
+pub mod trust;
 pub use hist::Histogram;
 
 /// One dump: everything one process recorded, written by the shim.
