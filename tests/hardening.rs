@@ -141,7 +141,14 @@ fn exec_keeps_both_images_calls() {
         assert_eq!(first["complete"], true);
         assert_eq!(second["process"]["image"], 1);
         assert_eq!(second["ended_by"], Value::Null);
-        assert_eq!(count(&run.report(), "cuLaunchKernel"), 107);
+        assert_eq!(second["start_unix_ns"], first["start_unix_ns"]);
+        let report = run.report();
+        assert_eq!(count(&report, "cuLaunchKernel"), 107);
+        assert_eq!(
+            report["processes"].as_array().unwrap().len(),
+            1,
+            "one process, two images"
+        );
     }
 }
 
@@ -208,6 +215,48 @@ fn a_fatal_signal_keeps_the_dump_and_the_same_wait_status() {
         assert_eq!(d["ended_by"]["signal"], signal);
         assert_eq!(d["complete"], true);
     }
+}
+
+/// Python after an unhandled KeyboardInterrupt: atexit handlers, then SIGINT back to the
+/// default and `kill(getpid(), SIGINT)`, so that no exit path of ours runs.
+const PYTHON_CTRL_C: &str = r#"
+import ctypes, sys, time
+cuda = ctypes.CDLL("libcuda.so.1")
+for _ in range(50):
+    cuda.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None)
+print("ready", flush=True)
+time.sleep(60)
+"#;
+
+#[test]
+fn ctrl_c_in_python_keeps_the_dump_and_dies_of_sigint() {
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = command(
+        Path::new("python3"),
+        &["-c", PYTHON_CTRL_C],
+        &[],
+        out.path(),
+    );
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = spawn_ready(cmd.stderr(Stdio::piped()));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait(&mut child);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("KeyboardInterrupt"), "{stderr}");
+    assert_eq!(status.signal(), Some(libc::SIGINT));
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    let d = dump(&dumps[0]);
+    assert_eq!(launches(&d), 50);
+    assert_eq!(d["ended_by"]["signal"], libc::SIGINT);
 }
 
 #[test]

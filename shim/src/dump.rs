@@ -112,7 +112,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
             rank_env: identity.map(|i| i.rank_env.clone()).unwrap_or_default(),
             rank: identity.and_then(|i| Rank::from_env(&i.rank_env)),
             run_token: config().and_then(|c| c.run_token.clone()),
-            image: config().map_or(0, |c| c.image),
+            image: config().and_then(|c| c.image).map_or(0, |i| i.number),
         },
         start_unix_ns: times.start_unix_ns,
         stop_unix_ns: clock::unix_ns(),

@@ -1,6 +1,7 @@
 //! `exec` keeps the pid, so the new image would write its dump over the old image's. The
 //! wrappers below write the old image's dump first, then hand the new image
-//! `GPUSPY_IMAGE=<pid>:<n>`, which names its dumps `...-<pid>-exec<n>.json`, and the output
+//! `GPUSPY_IMAGE=<pid>:<n>:<start>`, which names its dumps `...-<pid>-exec<n>.json` and
+//! keeps the process's start time, and the output
 //! directory as the absolute path this image resolved at load (so a `chdir` before the
 //! `exec` does not move it).
 //!
@@ -37,8 +38,7 @@ fn prepare(envp: Argv) -> Option<NextEnv> {
     }
     lifecycle::before_exec();
     let config = lifecycle::config()?;
-    let mut image = b"GPUSPY_IMAGE=".to_vec();
-    image.extend_from_slice(format!("{}:{}", std::process::id(), config.image + 1).as_bytes());
+    let image = format!("GPUSPY_IMAGE={}", lifecycle::next_image()).into_bytes();
     let mut out = b"GPUSPY_OUT=".to_vec();
     out.extend_from_slice(config.out_dir.as_os_str().as_bytes());
     let ours = [CString::new(image).ok()?, CString::new(out).ok()?];

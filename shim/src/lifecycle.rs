@@ -31,10 +31,12 @@ pub struct Config {
     pub force_monotonic: bool,
     /// `GPUSPY_RUN_TOKEN`, set by `gpuspy run`; copied into every dump.
     pub run_token: Option<String>,
-    /// How many `exec`s of this pid came before this image: `GPUSPY_IMAGE=<pid>:<n>`, set
-    /// by the exec wrappers in the new image's environment, counts only for that pid (a
-    /// child that inherits the variable is a first image).
-    pub image: u32,
+    /// How many `exec`s of this pid came before this image, and the process's start as the
+    /// first image recorded it: `GPUSPY_IMAGE=<pid>:<n>:<start_unix_ns>`, set by the exec
+    /// wrappers in the new image's environment, counts only for that pid (a child that
+    /// inherits the variable is a first image). Images of one process share the start, so
+    /// the reader can tell them for one process; /proc gives it only to 10 ms.
+    pub image: Option<Image>,
     /// `GPUSPY_CMDLINE=0`: record the program's name but none of its arguments.
     pub record_args: bool,
     /// `GPUSPY_FSYNC=0`: skip the `fsync` of each dump and its directory.
@@ -55,19 +57,40 @@ impl Config {
             enabled: var("GPUSPY_DISABLE").is_none_or(|v| v == "0"),
             force_monotonic: var("GPUSPY_CLOCK").is_some_and(|v| v == "monotonic"),
             run_token: var("GPUSPY_RUN_TOKEN"),
-            image: var("GPUSPY_IMAGE")
-                .and_then(|v| image_of(&v, std::process::id()))
-                .unwrap_or(0),
+            image: var("GPUSPY_IMAGE").and_then(|v| image_of(&v, std::process::id())),
             record_args: var("GPUSPY_CMDLINE").is_none_or(|v| v != "0"),
             fsync: var("GPUSPY_FSYNC").is_none_or(|v| v != "0"),
         }
     }
 }
 
-/// The image number in a `GPUSPY_IMAGE` value, if it was set for process `pid`.
-fn image_of(value: &str, pid: u32) -> Option<u32> {
-    let (for_pid, n) = value.split_once(':')?;
-    (for_pid.parse::<u32>().ok()? == pid).then(|| n.parse().ok())?
+/// An image after `exec`: its number and the process's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Image {
+    pub number: u32,
+    pub start_unix_ns: u64,
+}
+
+/// The image in a `GPUSPY_IMAGE` value, if it was set for process `pid`.
+fn image_of(value: &str, pid: u32) -> Option<Image> {
+    let mut parts = value.split(':');
+    let for_pid: u32 = parts.next()?.parse().ok()?;
+    let number = parts.next()?.parse().ok()?;
+    let start_unix_ns = parts.next()?.parse().ok()?;
+    (for_pid == pid && parts.next().is_none()).then_some(Image {
+        number,
+        start_unix_ns,
+    })
+}
+
+/// The `GPUSPY_IMAGE` value for the image that replaces this one.
+pub fn next_image() -> String {
+    let number = config().and_then(|c| c.image).map_or(0, |i| i.number) + 1;
+    format!(
+        "{}:{number}:{}",
+        std::process::id(),
+        START_UNIX_NS.load(Relaxed)
+    )
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -81,6 +104,7 @@ pub fn config() -> Option<&'static Config> {
 extern "C" fn on_load() {
     CONFIG.get_or_init(Config::from_env);
     crate::exec::resolve_real_functions();
+    signals::resolve_real_functions();
 }
 
 // Not in the shim's own unit tests, which set the environment themselves.
@@ -172,8 +196,13 @@ fn activate() -> bool {
     if OWNER_PID.swap(pid, AcqRel) != pid {
         let now = clock::unix_ns();
         FIRST_CALL_UNIX_NS.store(now, Relaxed);
-        // /proc gives 10 ms resolution: never let the start fall after the first call.
-        START_UNIX_NS.store(process_start_unix_ns().map_or(now, |s| s.min(now)), Relaxed);
+        // /proc gives 10 ms resolution: never let the start fall after the first call. An
+        // image after exec keeps the start its first image recorded.
+        let start = match config().and_then(|c| c.image) {
+            Some(image) => image.start_unix_ns,
+            None => process_start_unix_ns().map_or(now, |s| s.min(now)),
+        };
+        START_UNIX_NS.store(start, Relaxed);
         dump::capture_process_info();
         start_writer();
         signals::install();
@@ -435,10 +464,15 @@ mod tests {
 
     #[test]
     fn an_image_number_counts_only_for_its_own_pid() {
-        assert_eq!(image_of("42:3", 42), Some(3));
-        assert_eq!(image_of("42:3", 43), None);
-        assert_eq!(image_of("3", 3), None);
-        assert_eq!(image_of("42:x", 42), None);
+        let image = Image {
+            number: 3,
+            start_unix_ns: 1_000,
+        };
+        assert_eq!(image_of("42:3:1000", 42), Some(image));
+        assert_eq!(image_of("42:3:1000", 43), None);
+        assert_eq!(image_of("42:3", 42), None);
+        assert_eq!(image_of("42:x:1000", 42), None);
+        assert_eq!(image_of("42:3:1000:9", 42), None);
     }
 
     #[test]

@@ -16,9 +16,17 @@
 //! the wait is bounded: if the writer cannot finish in time the process still dies as it
 //! would have without gpuspy, only without the last dump. gpuspy's own threads block these
 //! signals, so the kernel delivers them to one of the program's threads.
+//!
+//! A program may also end itself with one of these signals after restoring the default
+//! disposition: Python does exactly that after an unhandled KeyboardInterrupt (its atexit
+//! handlers have run; it sets SIGINT to the default and calls `kill(getpid(), SIGINT)`, so
+//! that its parent sees "killed by SIGINT"), and so do crash handlers that re-raise. No
+//! handler of ours runs then and no exit path follows, so `kill` and `raise` aimed at the
+//! process itself, for a signal that will end it, first ask for the dump the same way.
 
 use crate::clock::monotonic_ns;
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicPtr, Ordering::*};
 
 /// The signals whose default action ends the process and after which a dump is kept.
 const SIGNALS: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGABRT];
@@ -48,26 +56,111 @@ pub fn install() {
 extern "C" fn on_signal(signal: c_int) {
     // SAFETY: __errno_location is this thread's errno; restored before returning.
     let errno = unsafe { *libc::__errno_location() };
-    if crate::lifecycle::request_signal_dump(signal) {
-        // clock_gettime and nanosleep are async-signal-safe.
-        let deadline = monotonic_ns().saturating_add(WAIT_NS);
-        while !crate::lifecycle::signal_dump_written() && monotonic_ns() < deadline {
-            let pause = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 1_000_000,
-            };
-            // SAFETY: nanosleep is async-signal-safe; pause is a valid timespec.
-            unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
-        }
-    }
+    wait_for_dump(signal);
     // SAFETY: sigaction and raise are async-signal-safe. The signal stays blocked until this
     // handler returns, then its default action ends the process.
     unsafe {
         let mut default: libc::sigaction = std::mem::zeroed();
         default.sa_sigaction = libc::SIG_DFL;
         libc::sigaction(signal, &default, std::ptr::null_mut());
-        libc::raise(signal);
+        if let Some(raise) = next::<RaiseFn>(1) {
+            raise(signal);
+        }
         *libc::__errno_location() = errno;
+    }
+}
+
+/// Asks the writer thread for the dump `signal` is about to cut short and waits for it,
+/// at most `WAIT_NS`. Async-signal-safe: clock_gettime and nanosleep.
+fn wait_for_dump(signal: c_int) {
+    if !crate::lifecycle::request_signal_dump(signal) {
+        return;
+    }
+    let deadline = monotonic_ns().saturating_add(WAIT_NS);
+    while !crate::lifecycle::signal_dump_written() && monotonic_ns() < deadline {
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // SAFETY: nanosleep is async-signal-safe; pause is a valid timespec.
+        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+    }
+}
+
+/// Before the process sends itself `signal`: if the signal will end it (one of `SIGNALS`,
+/// default disposition, not blocked on this thread), the dump comes first. May run inside
+/// a signal handler, so only async-signal-safe calls.
+fn before_signalling_self(signal: c_int) {
+    if !SIGNALS.contains(&signal) {
+        return;
+    }
+    // SAFETY: zeroed sigaction/sigset_t are valid; only reading the disposition and mask.
+    let fatal = unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_DFL
+            && libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) == 0
+            && libc::sigismember(&mask, signal) == 0
+    };
+    if fatal {
+        wait_for_dump(signal);
+    }
+}
+
+type KillFn = unsafe extern "C" fn(libc::pid_t, c_int) -> c_int;
+type RaiseFn = unsafe extern "C" fn(c_int) -> c_int;
+/// libc's `kill` and `raise`, looked up at load (`dlsym` is not async-signal-safe).
+static REAL: [AtomicPtr<c_void>; 2] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 2];
+const NAMES: [&CStr; 2] = [c"kill", c"raise"];
+
+/// At load, single-threaded.
+#[cfg_attr(test, allow(dead_code))]
+pub fn resolve_real_functions() {
+    for (slot, name) in REAL.iter().zip(NAMES) {
+        slot.store(crate::doors::lookup(libc::RTLD_NEXT, name), Release);
+    }
+}
+
+/// libc's function number `index` of `NAMES`, as type `F`.
+fn next<F: Copy>(index: usize) -> Option<F> {
+    let mut f = REAL[index].load(Acquire);
+    if f.is_null() {
+        // Not resolved at load (the shim's own tests): look it up now.
+        f = crate::doors::lookup(libc::RTLD_NEXT, NAMES[index]);
+    }
+    // SAFETY: F is the C signature of that function (KillFn, RaiseFn).
+    (!f.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) })
+}
+
+/// `kill(2)`, with the dump first when the process is ending itself.
+///
+/// # Safety
+/// Same contract as `kill(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn kill(pid: libc::pid_t, signal: c_int) -> c_int {
+    // SAFETY: getpid has no preconditions.
+    if pid == unsafe { libc::getpid() } {
+        before_signalling_self(signal);
+    }
+    match next::<KillFn>(0) {
+        // SAFETY: the caller's arguments to libc's kill.
+        Some(real) => unsafe { real(pid, signal) },
+        None => -1,
+    }
+}
+
+/// `raise(3)`, with the dump first when the signal will end the process.
+///
+/// # Safety
+/// Same contract as `raise(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn raise(signal: c_int) -> c_int {
+    before_signalling_self(signal);
+    match next::<RaiseFn>(1) {
+        // SAFETY: the caller's argument to libc's raise.
+        Some(real) => unsafe { real(signal) },
+        None => -1,
     }
 }
 
