@@ -1,5 +1,6 @@
 //! `gpuspy`: runs programs under `libgpuspy.so` and turns its dumps into reports.
 
+mod analyse;
 mod ci_output;
 mod cmd_check;
 mod cmd_diff;
@@ -8,11 +9,12 @@ mod cmd_report;
 mod cmd_run;
 mod collectives;
 mod diagnose;
+mod load;
 mod profile;
 mod render_json;
 mod render_text;
+mod report;
 mod rules;
-mod runs;
 mod stats;
 
 use clap::{Parser, Subcommand};
