@@ -1,6 +1,6 @@
 //! `gpuspy report`: the human-readable tables. Formats a `Report` and nothing else: every
 //! figure shown is in the report (and so in `--json`), this file only chooses units and
-//! layout (`report::numbers` checks that).
+//! layout (`numbers` below checks that).
 
 use crate::diagnose::Severity;
 use crate::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
@@ -678,7 +678,7 @@ fn collectives_table(out: &mut String, r: &Report) {
     }
 }
 
-pub fn rate(bytes_per_s: f64) -> String {
+fn rate(bytes_per_s: f64) -> String {
     format!("{:.1} GB/s", bytes_per_s / 1e9)
 }
 
@@ -737,5 +737,167 @@ mod tests {
         );
         let none = render(&run(1.0).api("cuLaunchKernel", 10, 0.1, 0).build(), false);
         assert!(none.contains("The dumps have no GPU busy time"), "{none}");
+    }
+}
+
+/// Every figure of the text report is in the serialised `Report`: the text renderer only
+/// formats. Checked on every checked-in dump (tests/data).
+///
+/// A figure is a run of digits, with a decimal part if any, that stands as a word of its
+/// own: not part of a name (`cuMemcpyHtoD_v2`, `gen5`, `x16`, `H200`) and not a list's
+/// ordinal (`1.` at the start of a line). A figure with a unit (`22.9 s`, `3.0 MiB`,
+/// `12.3 GB/s`) is found when the report holds a number that the same formatter renders
+/// to that text; a bare figure when the report holds a number that renders to it as an
+/// integer, with 0, 1 or 2 decimals, as a percentage (times 100) or after the unit
+/// conversions the text makes (mW to W, B/s to GB/s). Numbers inside the report's strings
+/// (summaries, notes, command lines, names) count, split into figures the same way, and so
+/// does every list's length (counts such as "3 processes"), less the rows shown when the
+/// text cuts a list short ("... (12 more in --json)"). Fixed wording is not a figure:
+/// "2^64-1", "1 s or more".
+#[cfg(test)]
+mod numbers {
+    use super::{bytes, duration, rate};
+    use crate::report::Report;
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+
+    const UNITS: &[&str] = &[
+        " ns", " us", " ms", " s", " B", " KiB", " MiB", " GiB", " TiB", " GB/s",
+    ];
+    const PROSE: &[&str] = &["2^64-1", "18446744073709551615", "1 s or more"];
+
+    /// The figures of `text`, each with its unit if it has one.
+    fn figures(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let mut line = line.to_string();
+            for prose in PROSE {
+                line = line.replace(prose, " ");
+            }
+            let chars: Vec<char> = line.chars().collect();
+            let word = |c: char| c.is_alphanumeric() || c == '_';
+            let mut i = 0;
+            while i < chars.len() {
+                if !chars[i].is_ascii_digit()
+                    || (i > 0 && (word(chars[i - 1]) || chars[i - 1] == '.'))
+                {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i + 1 < chars.len() && chars[i] == '.' && chars[i + 1].is_ascii_digit() {
+                    i += 1;
+                    while i < chars.len() && chars[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                }
+                let number: String = chars[start..i].iter().collect();
+                let rest: String = chars[i..].iter().collect();
+                let ordinal =
+                    rest.starts_with(". ") && chars[..start].iter().all(|c| c.is_whitespace());
+                // A ratio: `1.00x`.
+                let after = rest.strip_prefix('x').unwrap_or(&rest);
+                if ordinal || after.chars().next().is_some_and(word) {
+                    while i < chars.len() && word(chars[i]) {
+                        i += 1;
+                    }
+                    continue;
+                }
+                let unit = UNITS.iter().find(|u| {
+                    after.starts_with(*u) && !after[u.len()..].chars().next().is_some_and(word)
+                });
+                out.push(match unit {
+                    Some(u) => format!("{number}{u}"),
+                    None => number,
+                });
+            }
+        }
+        out
+    }
+
+    /// How the report's numbers can read in the text.
+    fn renderings(key: &str, v: &Value, into: &mut BTreeSet<String>) {
+        match v {
+            Value::Number(n) => {
+                let f = n.as_f64().unwrap_or_default();
+                if let Some(u) = n.as_u64() {
+                    into.insert(u.to_string());
+                    into.insert(duration(u));
+                    into.insert(bytes(u));
+                    into.insert((u / 1000).to_string());
+                    if key.ends_with("_ms") {
+                        into.insert(format!("{u} ms"));
+                    }
+                }
+                for x in [f, f * 100.0, f / 1e3] {
+                    for digits in 0..=2 {
+                        into.insert(format!("{x:.digits$}"));
+                    }
+                }
+                into.insert(rate(f));
+            }
+            Value::String(s) => into.extend(figures(s)),
+            Value::Array(a) => {
+                for n in [
+                    a.len(),
+                    a.len().saturating_sub(8),
+                    a.len().saturating_sub(16),
+                ] {
+                    into.insert(n.to_string());
+                }
+                for x in a {
+                    renderings(key, x, into);
+                }
+            }
+            Value::Object(o) => {
+                for (k, x) in o {
+                    renderings(k, x, into);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn figures_are_words_of_their_own_with_their_units() {
+        assert_eq!(
+            figures("report: 3 processes, wall 22.9 s, 15.4% cuMemcpy_v2 gen5 x16 1.00x (rank 1)\n  1. top 3.0 MiB at 12.5 GB/s 2^64-1"),
+            ["3", "22.9 s", "15.4", "1.00", "1", "3.0 MiB", "12.5 GB/s"]
+        );
+    }
+
+    #[test]
+    fn every_figure_of_the_text_report_is_in_the_json_report() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let mut fixtures: Vec<_> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("h200-")
+            })
+            .collect();
+        fixtures.sort();
+        assert!(fixtures.len() >= 6, "{fixtures:?}");
+        for fixture in fixtures {
+            let analysed = crate::analyse::load(std::slice::from_ref(&fixture)).unwrap();
+            let report = Report::new(&analysed);
+            let text = super::render(&report, true);
+            let mut known = BTreeSet::new();
+            renderings("", &serde_json::to_value(&report).unwrap(), &mut known);
+            let all = figures(&text);
+            assert!(all.len() > 100, "{}: {all:?}", fixture.display());
+            let missing: Vec<String> = all.into_iter().filter(|f| !known.contains(f)).collect();
+            assert!(
+                missing.is_empty(),
+                "{}: figures of the text report not in the JSON report: {missing:?}\n{text}",
+                fixture.display()
+            );
+        }
     }
 }
