@@ -7,6 +7,7 @@
 use crate::diagnose::{diagnose, Diagnosis};
 use crate::load;
 use crate::profile::{ProcessInfo, Profile};
+use crate::rules::{gpu_shared, pcie_link_degraded};
 use gpuspy_format::gpu::Device;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -223,31 +224,30 @@ pub fn rank_verdicts(
 
 /// What is wrong with one device as its own facts and telemetry show it, one line each: a
 /// PCIe link below its maximum, other processes, clock events other than idling, ECC errors
-/// during the run. Shown beside the device; the job's findings (pcie-link-degraded,
-/// gpu-shared, clocks-throttled, ecc-errors) weigh the same facts against the run's time.
+/// during the run. Shown beside the device; the job's findings weigh the same facts against
+/// the run's time. The first two use the tests of the pcie-link-degraded and gpu-shared
+/// rules themselves, so a device is flagged exactly when its rule looks at it.
 pub fn device_warnings(dev: &Device) -> Vec<String> {
     let mut warnings = Vec::new();
     if let Some(f) = &dev.facts {
-        let l = &f.pcie;
-        if let (Some(g), Some(w), Some(gm), Some(wm)) =
-            (l.gen_current, l.width_current, l.gen_max, l.width_max)
-        {
-            if g < gm || w < wm {
-                warnings.push(format!(
-                    "PCIe link below its maximum (gen{g} x{w} of gen{gm} x{wm})"
-                ));
-            }
+        if let Some(b) = pcie_link_degraded::below_max(&f.pcie) {
+            warnings.push(format!(
+                "PCIe link below its maximum (gen{} x{} of gen{} x{})",
+                b.gen, b.width, b.gen_max, b.width_max
+            ));
         }
-        if !f.other_processes.is_empty() {
+        let seen = gpu_shared::others_seen(f, dev.telemetry.as_ref());
+        if seen > 0 {
             let pids: Vec<String> = f
                 .other_processes
                 .iter()
                 .map(|o| o.pid.to_string())
                 .collect();
-            warnings.push(format!(
-                "other processes on the GPU: pid {}",
-                pids.join(", ")
-            ));
+            warnings.push(if pids.is_empty() {
+                format!("other processes on the GPU: {seen} seen in NVML samples")
+            } else {
+                format!("other processes on the GPU: pid {}", pids.join(", "))
+            });
         }
     }
     if let Some(t) = &dev.telemetry {
