@@ -1,4 +1,8 @@
 //! `gpuspy`: runs programs under `libgpuspy.so` and turns its dumps into reports.
+//!
+//! The verbs (`cmd_*`) run one pipeline (docs/design.md): `load` (read, validate, merge
+//! into a `profile`) -> `analyse` (every judgement once, with `diagnose` and `rules`) ->
+//! `report` (one typed `Report`) -> `render_text` / `render_json` (formatting only).
 
 mod analyse;
 mod ci_output;
