@@ -24,6 +24,9 @@ pub struct Case {
 pub struct Gate<'a> {
     pub tool: &'a str,
     pub cases: &'a [Case],
+    /// What a reader must know to trust the cases, such as data the shim did not record:
+    /// JUnit `properties` (`note`), lines under the Markdown heading.
+    pub notes: &'a [String],
 }
 
 impl Gate<'_> {
@@ -38,6 +41,16 @@ impl Gate<'_> {
             n = self.cases.len(),
             f = self.failures(),
         );
+        if !self.notes.is_empty() {
+            out.push_str("    <properties>\n");
+            for note in self.notes {
+                out.push_str(&format!(
+                    "      <property name=\"note\" value=\"{}\"/>\n",
+                    xml_escape(note)
+                ));
+            }
+            out.push_str("    </properties>\n");
+        }
         let classname = self.tool.replace(' ', ".");
         for case in self.cases {
             let name = xml_escape(&case.name);
@@ -67,6 +80,14 @@ impl Gate<'_> {
                 format!("{} failed", self.failures())
             }
         );
+        if !self.notes.is_empty() {
+            let notes: String = self
+                .notes
+                .iter()
+                .map(|n| format!("> **note:** {}\n", md_escape(n)))
+                .collect();
+            out = out.replacen("\n\n", &format!("\n\n{notes}\n"), 1);
+        }
         for case in self.cases {
             out.push_str(&format!(
                 "| {} | {} | {} |\n",
@@ -165,6 +186,7 @@ mod tests {
         let xml = Gate {
             tool: "gpuspy diff",
             cases: &c,
+            notes: &[],
         }
         .junit();
         assert!(xml.contains("tests=\"2\" failures=\"1\""));
@@ -178,6 +200,7 @@ mod tests {
         let lines = Gate {
             tool: "gpuspy diff",
             cases: &c,
+            notes: &[],
         }
         .github_annotations();
         assert_eq!(lines.lines().count(), 1);
@@ -192,6 +215,7 @@ mod tests {
         let md = Gate {
             tool: "gpuspy check",
             cases: &c,
+            notes: &[],
         }
         .markdown();
         assert!(md.starts_with("### gpuspy check: 1 failed"));

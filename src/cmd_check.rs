@@ -1,12 +1,11 @@
 //! `gpuspy check PATH --budget FILE`: assertions from a TOML budget, one pass/fail case each.
 //! The budget format is in docs/ci.md.
 
+use crate::analyse::{self, Analysed};
 use crate::ci_output::{Case, Gate, Output};
-use crate::diagnose::{diagnose, Severity};
-use crate::profile::Profile;
+use crate::diagnose::Severity;
 use crate::render_text::duration;
 use crate::rules;
-use crate::runs::load_runs;
 use anyhow::{Context, Result};
 use gpuspy_format::apis::{is_hooked_api, HOOKED_APIS};
 use gpuspy_format::{base_name, SyncCause};
@@ -202,8 +201,9 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
-/// Every assertion of the budget against one run.
-pub fn evaluate(b: &Budget, p: &Profile, run: &str) -> Vec<Case> {
+/// Every assertion of the budget against one analysed run.
+pub fn evaluate(b: &Budget, a: &Analysed, run: &str) -> Vec<Case> {
+    let p = &a.profile;
     let mut cases = Vec::new();
     let mut case = |name: String, passed: bool, message: String| {
         let name = if run.is_empty() {
@@ -269,9 +269,10 @@ pub fn evaluate(b: &Budget, p: &Profile, run: &str) -> Vec<Case> {
         );
     }
     if let Some(f) = &b.findings {
-        let diagnosis = diagnose(p);
         for id in &f.forbid {
-            let found = diagnosis
+            let found = a
+                .job
+                .diagnosis
                 .findings
                 .iter()
                 .find(|x| x.id == id && x.severity == Severity::Warning);
@@ -307,32 +308,60 @@ pub fn evaluate(b: &Budget, p: &Profile, run: &str) -> Vec<Case> {
 
 pub fn check(paths: &[PathBuf], budget: &Path, out: &Output) -> Result<bool> {
     let budget = load_budget(budget)?;
-    let runs = load_runs(paths)?;
+    let runs = analyse::runs(paths)?;
+    let mut notes = Vec::new();
     let cases: Vec<Case> = runs
         .iter()
         .flat_map(|r| {
             let label = if runs.len() > 1 { r.name.as_str() } else { "" };
-            evaluate(&budget, &r.profile, label)
+            notes.extend(incomplete(&r.analysed, label));
+            evaluate(&budget, &r.analysed, label)
         })
         .collect();
-    report(&cases, out)
+    report(&cases, &notes, out)
 }
 
 /// `gpuspy run --check`: the run just made, against the budget (loaded before the run).
-pub fn check_profile(profile: &Profile, budget: &Budget, out: &Output) -> Result<bool> {
-    report(&evaluate(budget, profile, ""), out)
+pub fn check_profile(analysed: &Analysed, budget: &Budget, out: &Output) -> Result<bool> {
+    let notes: Vec<String> = incomplete(analysed, "").into_iter().collect();
+    report(&evaluate(budget, analysed, ""), &notes, out)
 }
 
-fn report(cases: &[Case], out: &Output) -> Result<bool> {
+/// A note when the run's data is incomplete: calls the shim forwarded without recording
+/// them (threads beyond its limit). The assertions still hold on what was recorded, but
+/// counts and times are lower bounds, so a pass is weaker than it looks.
+pub fn incomplete(a: &Analysed, run: &str) -> Option<String> {
+    let n = a.profile.unrecorded_calls();
+    (n > 0).then(|| {
+        format!(
+            "{}incomplete data: {n} call(s) from threads beyond the shim's limit were forwarded without being recorded; counts and times are lower bounds",
+            if run.is_empty() { String::new() } else { format!("{run}: ") }
+        )
+    })
+}
+
+fn report(cases: &[Case], notes: &[String], out: &Output) -> Result<bool> {
     Gate {
         tool: "gpuspy check",
         cases,
+        notes,
     }
     .emit(out.junit.as_deref(), out.markdown.as_deref())?;
     let failed = cases.iter().filter(|c| !c.passed).count();
     if out.json {
-        println!("{}", serde_json::json!({"failed": failed, "cases": cases}));
+        println!(
+            "{}",
+            serde_json::json!({
+                "failed": failed,
+                "cases": cases,
+                "incomplete": !notes.is_empty(),
+                "notes": notes,
+            })
+        );
     } else {
+        for note in notes {
+            println!("note: {note}");
+        }
         for c in cases {
             println!(
                 "  {} {:<48} {}",
@@ -373,7 +402,10 @@ mod tests {
             "steps = 100\n[api.cuStreamSynchronize]\np50_max_us = 2500\np99_max_us = 1000\nmax_per_run = 100\nmax_per_step = 0.5\n",
         );
         // p50 of 2 ms passes 2.5 ms, fails 1 ms; 100 calls pass 100 per run, fail 0.5 per step.
-        assert_eq!(passed(&evaluate(&b, &p, "")), [true, false, true, false]);
+        assert_eq!(
+            passed(&evaluate(&b, &analyse::merged(p.clone()), "")),
+            [true, false, true, false]
+        );
     }
 
     #[test]
@@ -382,15 +414,21 @@ mod tests {
             .sync(SyncCause::PageableAsyncCopy, 200, 600.0)
             .build();
         let b = budget("[syncs]\nmax_blocked_share = 0.5\n[findings]\nforbid = [\"pageable-memcpy\", \"sync-stalled\"]\n");
-        assert_eq!(passed(&evaluate(&b, &p, "")), [false, false, true]);
+        assert_eq!(
+            passed(&evaluate(&b, &analyse::merged(p.clone()), "")),
+            [false, false, true]
+        );
         let quiet = run(1.0).build();
-        assert_eq!(passed(&evaluate(&b, &quiet, "")), [true, true, true]);
+        assert_eq!(
+            passed(&evaluate(&b, &analyse::merged(quiet), "")),
+            [true, true, true]
+        );
     }
 
     #[test]
     fn gpu_busy_is_checked_on_the_least_busy_device() {
         let b = budget("[gpu]\nmin_busy = 0.9\n");
-        let cases = evaluate(&b, &run(1.0).build(), "");
+        let cases = evaluate(&b, &analyse::merged(run(1.0).build()), "");
         assert!(!cases[0].passed);
         assert!(cases[0].message.contains("no CUPTI activity"));
         let busy = |share: f64| {
@@ -411,8 +449,8 @@ mod tests {
                 })
                 .build()
         };
-        assert!(evaluate(&b, &busy(0.95), "")[0].passed);
-        let low = &evaluate(&b, &busy(0.5), "")[0];
+        assert!(evaluate(&b, &analyse::merged(busy(0.95)), "")[0].passed);
+        let low = &evaluate(&b, &analyse::merged(busy(0.5)), "")[0];
         assert!(!low.passed);
         assert_eq!(
             low.message,

@@ -8,12 +8,12 @@
 //! relative, at least `--floor-ns` absolute, and the API holds at least `--min-share` of
 //! the time inside the driver, so that tiny APIs and noise do not raise an alarm.
 
+use crate::analyse::{self, Job, Run};
 use crate::ci_output::{Case, Gate, Output};
 use crate::collectives::collectives;
-use crate::diagnose::{diagnose, WARNING_IMPACT};
+use crate::diagnose::WARNING_IMPACT;
 use crate::profile::{Latency, Profile};
 use crate::render_text::{bytes, duration};
-use crate::runs::{load_runs, Run};
 use crate::stats;
 use anyhow::{bail, Result};
 use gpuspy_format::{Direction, HostKind, SyncCause};
@@ -60,19 +60,26 @@ impl Change {
 struct Side<'a> {
     runs: &'a [Run],
     merged: Profile,
+    /// The judgements on the runs merged (analyse::job), made once.
+    job: Job,
 }
 
 impl<'a> Side<'a> {
     fn new(runs: &'a [Run]) -> Side<'a> {
         let mut merged = Profile::default();
         for r in runs {
-            merged.absorb(r.profile.clone());
+            merged.absorb(r.analysed.profile.clone());
         }
-        Side { runs, merged }
+        let job = analyse::job(&merged);
+        Side { runs, merged, job }
     }
 
     fn per_run(&self, value: impl Fn(&Profile) -> f64) -> f64 {
-        self.runs.iter().map(|r| value(&r.profile)).sum::<f64>() / self.runs.len() as f64
+        self.runs
+            .iter()
+            .map(|r| value(&r.analysed.profile))
+            .sum::<f64>()
+            / self.runs.len() as f64
     }
 }
 
@@ -119,7 +126,7 @@ fn latency_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) 
             let p50s = |s: &Side| -> Vec<f64> {
                 s.runs
                     .iter()
-                    .filter_map(|r| r.profile.api(name))
+                    .filter_map(|r| r.analysed.profile.api(name))
                     .map(|a| a.latency.quantile(0.5) as f64)
                     .collect()
             };
@@ -284,7 +291,7 @@ fn gpu_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
         let shares: Vec<f64> = side
             .runs
             .iter()
-            .filter_map(|r| r.profile.gpu_idle_share().map(|i| 1.0 - i))
+            .filter_map(|r| r.analysed.job.gpu_busy_share)
             .collect();
         (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
     };
@@ -388,14 +395,15 @@ fn collective_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change
 /// measured against. A finding near the warning line flips between warning and info from
 /// run to run; only a material change in its impact is a regression.
 fn finding_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
-    let impacts = |p: &Profile| -> BTreeMap<&'static str, f64> {
-        diagnose(p)
+    let impacts = |side: &Side| -> BTreeMap<&'static str, f64> {
+        side.job
+            .diagnosis
             .findings
-            .into_iter()
+            .iter()
             .map(|f| (f.id, f.impact))
             .collect()
     };
-    let (b, n) = (impacts(&base.merged), impacts(&new.merged));
+    let (b, n) = (impacts(base), impacts(new));
     let ids: BTreeSet<&&str> = b.keys().chain(n.keys()).collect();
     for id in ids {
         let (bi, ni) = (
@@ -426,6 +434,9 @@ pub struct DiffReport {
     pub new_runs: usize,
     pub regressions: usize,
     pub changes: Vec<Change>,
+    /// Whether either side's data is incomplete (calls the shim did not record), and why.
+    pub incomplete: bool,
+    pub notes: Vec<String>,
 }
 
 pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
@@ -444,7 +455,17 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
         Kind::Changed => 2,
         Kind::Unchanged => 3,
     });
+    let notes: Vec<String> = [("base", base_runs), ("new", new_runs)]
+        .iter()
+        .flat_map(|(side, runs)| {
+            runs.iter().filter_map(move |r| {
+                crate::cmd_check::incomplete(&r.analysed, &format!("{side} {}", r.name))
+            })
+        })
+        .collect();
     DiffReport {
+        incomplete: !notes.is_empty(),
+        notes,
         base_runs: base_runs.len(),
         new_runs: new_runs.len(),
         regressions: changes
@@ -459,11 +480,12 @@ pub fn diff(base: &[PathBuf], new: &[PathBuf], o: &Options, out: &Output) -> Res
     if !(o.threshold > 0.0 && o.alpha > 0.0 && o.alpha < 1.0 && o.min_share >= 0.0) {
         bail!("--threshold must be > 0, --alpha in (0, 1), --min-share >= 0");
     }
-    let report = compare(&load_runs(base)?, &load_runs(new)?, o);
+    let report = compare(&analyse::runs(base)?, &analyse::runs(new)?, o);
     let cases: Vec<Case> = report.changes.iter().map(Change::case).collect();
     Gate {
         tool: "gpuspy diff",
         cases: &cases,
+        notes: &report.notes,
     }
     .emit(out.junit.as_deref(), out.markdown.as_deref())?;
     if out.json {
@@ -483,6 +505,9 @@ fn render(r: &DiffReport, o: &Options) -> String {
         duration(o.floor_ns),
         o.alpha
     );
+    for note in &r.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
     let mut unchanged = 0;
     for c in &r.changes {
         let label = match c.kind {
@@ -518,7 +543,9 @@ mod tests {
         (0..3)
             .map(|i| Run {
                 name: format!("run{i}"),
-                profile: run(1.0).api("cuLaunchKernel", 20_000, launch_ms, 0).build(),
+                analysed: analyse::merged(
+                    run(1.0).api("cuLaunchKernel", 20_000, launch_ms, 0).build(),
+                ),
             })
             .collect()
     }
@@ -577,7 +604,7 @@ mod tests {
                 };
                 Run {
                     name: format!("run{i}"),
-                    profile: run(1.0).gpu(gpu).build(),
+                    analysed: analyse::merged(run(1.0).gpu(gpu).build()),
                 }
             })
             .collect()
@@ -631,7 +658,7 @@ mod tests {
                 profile.communicators.entry("c".into()).or_default().nranks = 2;
                 Run {
                     name: format!("run{i}"),
-                    profile,
+                    analysed: analyse::merged(profile),
                 }
             })
             .collect()

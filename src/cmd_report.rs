@@ -1,30 +1,23 @@
-//! `gpuspy report`.
+//! `gpuspy report`: load and analyse the dumps, build the report, render it.
 
-use crate::diagnose::diagnose;
-use crate::profile::Profile;
+use crate::analyse::{self, Analysed};
+use crate::report::Report;
 use crate::{render_json, render_text};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
 
 pub fn report(paths: &[PathBuf], json: bool, per_process: bool) -> Result<()> {
-    print(&Profile::load(paths)?, json, per_process)
+    print(&analyse::load(paths)?, json, per_process)
 }
 
-pub fn print(profile: &Profile, json: bool, per_process: bool) -> Result<()> {
-    let diagnosis = diagnose(profile);
+pub fn print(analysed: &Analysed, json: bool, per_process: bool) -> Result<()> {
+    let report = Report::new(analysed);
     let mut out = std::io::stdout().lock();
     if json {
-        // Written as it is serialised: see render_json::Report.
-        serde_json::to_writer(&mut out, &render_json::render(profile, &diagnosis))
-            .context("cannot write the report")?;
-        writeln!(out)
+        render_json::write(&report, &mut out)
     } else {
-        write!(
-            out,
-            "{}",
-            render_text::render(profile, &diagnosis, per_process)
-        )
+        write!(out, "{}", render_text::render(&report, per_process)).map_err(Into::into)
     }
     .context("cannot write the report")
 }

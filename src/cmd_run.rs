@@ -11,8 +11,9 @@
 mod preload;
 mod signals;
 
+use crate::analyse;
 use crate::ci_output::Output;
-use crate::profile::{is_dump_name, load, Profile};
+use crate::load::{is_dump_name, read_dump};
 use crate::{cmd_check, cmd_report};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
@@ -110,8 +111,8 @@ pub fn run(
         out.display(),
         found.left_out()
     );
-    let profile = match Profile::load(&found.mine) {
-        Ok(profile) => profile,
+    let analysed = match analyse::load(&found.mine) {
+        Ok(analysed) => analysed,
         // The command's status stands; a gate that cannot be evaluated does not pass.
         Err(e) => {
             eprintln!("gpuspy: {e:#}");
@@ -123,11 +124,11 @@ pub fn run(
         }
     };
     let Some(budget) = budget else {
-        cmd_report::print(&profile, json, found.mine.len() > 1)?;
+        cmd_report::print(&analysed, json, found.mine.len() > 1)?;
         return Ok(code);
     };
     // A failing or signalled command keeps its own exit code; a passing one takes the gate's.
-    let gate = cmd_check::check_profile(&profile, &budget, ci)?;
+    let gate = cmd_check::check_profile(&analysed, &budget, ci)?;
     Ok(if !passed || gate {
         code
     } else {
@@ -252,7 +253,7 @@ fn this_runs_dumps(dir: &Path, before: &BTreeMap<PathBuf, FileId>, token: &str) 
             continue;
         }
         // `load` reads regular files only: a planted FIFO or device link is unreadable.
-        match load(&path).ok() {
+        match read_dump(&path).ok() {
             Some((d, _)) if d.process.run_token.as_deref() == Some(token) => found.mine.push(path),
             Some(_) => found.others += 1,
             None => found.unreadable += 1,

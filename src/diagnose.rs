@@ -118,7 +118,7 @@ pub trait Rule: Sync {
 }
 
 /// One layer's result.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct LayerStatus {
     pub layer: Layer,
     /// `warning`, `info`, `ok` or `no-data`.
@@ -207,104 +207,6 @@ pub fn share(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// Synthetic profiles for the rules' unit tests.
+/// Synthetic profiles for the rules' unit tests (kept beside the model they build).
 #[cfg(test)]
-pub mod synthetic {
-    use crate::profile::{Latency, ProcessInfo, Profile};
-    use gpuspy_format::{Direction, HostKind, SyncCause};
-
-    pub struct Builder(Profile);
-
-    /// One process whose first driver call came `active_s` seconds before its dump.
-    pub fn run(active_s: f64) -> Builder {
-        let mut p = Profile::default();
-        p.processes.push(ProcessInfo {
-            path: "synthetic.json".into(),
-            pid: 1,
-            host: "test".into(),
-            exe: "test".into(),
-            cmdline: vec![],
-            start_unix_ns: 0,
-            stop_unix_ns: (active_s * 1e9) as u64,
-            wall_ns: (active_s * 1e9) as u64,
-            active_ns: (active_s * 1e9) as u64,
-            driver_ns: 0,
-            calls: 0,
-            threads: 1,
-            complete: true,
-            ended_by: None,
-            image: 0,
-            images: 1,
-            rank: None,
-            steady_ns: (active_s * 1e9) as u64,
-            blocked_ns: 0,
-            launches: 0,
-            copied_bytes: 0,
-            verdict: None,
-            findings: Vec::new(),
-            gpu: None,
-        });
-        Builder(p)
-    }
-
-    fn latency(calls: u64, total_ns: u64) -> Latency {
-        let mean = total_ns.checked_div(calls).unwrap_or(0);
-        let mut l = Latency {
-            calls,
-            total_ns,
-            max_ns: mean,
-            ..Default::default()
-        };
-        if calls > 0 {
-            l.hist = gpuspy_format::Histogram(vec![(
-                gpuspy_format::hist::bucket_index(mean) as u32,
-                calls,
-            )]);
-        }
-        l
-    }
-
-    impl Builder {
-        /// `calls` calls of `api` taking `total_ms` in all, `bytes` named.
-        pub fn api(mut self, api: &str, calls: u64, total_ms: f64, bytes: u64) -> Builder {
-            let entry = self.0.apis.entry(api.to_string()).or_default();
-            entry.latency = latency(calls, (total_ms * 1e6) as u64);
-            entry.bytes = bytes;
-            entry.add_symbol(api, calls);
-            self
-        }
-
-        pub fn sync(mut self, cause: SyncCause, calls: u64, total_ms: f64) -> Builder {
-            self.0
-                .syncs
-                .insert(cause, latency(calls, (total_ms * 1e6) as u64));
-            self
-        }
-
-        pub fn copy(mut self, dir: Direction, host: HostKind, calls: u64, bytes: u64) -> Builder {
-            self.0.copies.insert((dir, host), (calls, bytes));
-            self
-        }
-
-        /// Adds a rank: a process with its own steady time and time blocked in syncs.
-        pub fn rank(mut self, rank: u32, steady_s: f64, blocked_s: f64) -> Builder {
-            let mut p = self.0.processes[0].clone();
-            p.rank = Some(rank);
-            p.pid = 100 + rank;
-            p.steady_ns = (steady_s * 1e9) as u64;
-            p.blocked_ns = (blocked_s * 1e9) as u64;
-            self.0.processes.push(p);
-            self
-        }
-
-        /// GPU-side data for the (first) process.
-        pub fn gpu(mut self, gpu: gpuspy_format::gpu::Gpu) -> Builder {
-            self.0.processes[0].gpu = Some(Box::new(gpu));
-            self
-        }
-
-        pub fn build(self) -> Profile {
-            self.0
-        }
-    }
-}
+pub use crate::profile::synthetic;

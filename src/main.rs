@@ -1,5 +1,10 @@
 //! `gpuspy`: runs programs under `libgpuspy.so` and turns its dumps into reports.
+//!
+//! The verbs (`cmd_*`) run one pipeline (docs/design.md): `load` (read, validate, merge
+//! into a `profile`) -> `analyse` (every judgement once, with `diagnose` and `rules`) ->
+//! `report` (one typed `Report`) -> `render_text` / `render_json` (formatting only).
 
+mod analyse;
 mod ci_output;
 mod cmd_check;
 mod cmd_diff;
@@ -8,11 +13,12 @@ mod cmd_report;
 mod cmd_run;
 mod collectives;
 mod diagnose;
+mod load;
 mod profile;
 mod render_json;
 mod render_text;
+mod report;
 mod rules;
-mod runs;
 mod stats;
 
 use clap::{Parser, Subcommand};

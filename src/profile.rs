@@ -1,131 +1,16 @@
-//! Loading dumps and merging them into one profile: per API family (base name) with its
-//! exact variants, implicit syncs, copies, and the processes they came from.
+//! The loaded model: one profile merged from dumps, per API family (base name) with its
+//! exact variants, implicit syncs, copies, and the processes they came from. `load` builds
+//! it; it holds measurements only (judgements are made in `analyse`).
 
-use anyhow::{bail, Context, Result};
 use gpuspy_format::gpu::{Activity, Device, Gpu};
 use gpuspy_format::hist::{add_count, Histogram};
-use gpuspy_format::{
-    base_name, parse_dump, redact_cmdline, Direction, Dump, Ending, HostKind, SyncCause,
-};
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::Metadata;
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use gpuspy_format::{base_name, redact_cmdline, Direction, Dump, Ending, HostKind, SyncCause};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// `CUDA_ERROR_NOT_READY`: what `cuStreamQuery`/`cuEventQuery` return while work is pending.
 /// A status, not an error, so it is not counted as one.
 pub const CUDA_ERROR_NOT_READY: u32 = 600;
-
-/// The largest dump a reader accepts (README, docs/dump-format.md). A dump holds one record
-/// per hooked symbol, sync cause and copy kind: kilobytes, a few MB with GPU-side data. A
-/// larger file is not one of ours, and reading it would cost memory.
-pub const MAX_DUMP_BYTES: u64 = 256 << 20;
-
-/// Expands PATHs (dump files or directories of dumps) into dump files, in a stable order,
-/// each file once however many PATHs name it (`report base base`, a link to a dump beside
-/// the dump).
-pub fn dump_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for path in paths {
-        let meta =
-            std::fs::metadata(path).with_context(|| format!("{}: cannot read", path.display()))?;
-        let found = if meta.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
-                .with_context(|| format!("{}: cannot list directory", path.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| is_dump_name(p))
-                .collect();
-            if found.is_empty() {
-                bail!("{}: no gpuspy dumps in this directory", path.display());
-            }
-            found.sort();
-            found
-        } else {
-            vec![path.clone()]
-        };
-        files.extend(found);
-    }
-    Ok(distinct(files))
-}
-
-/// `paths` with each file or directory (device and inode) once, in order. A path that
-/// vanished since it was listed keeps its place: reading it says so.
-pub fn distinct(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    let mut seen = BTreeSet::new();
-    let identity = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
-    paths
-        .into_iter()
-        .filter(|p| identity(p).is_none_or(|id| seen.insert(id)))
-        .collect()
-}
-
-/// `gpuspy-*.json`; temp files being written start with a dot and are skipped.
-pub fn is_dump_name(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("gpuspy-") && n.ends_with(".json"))
-}
-
-/// Reads and parses one dump, with the metadata of the file it was read from.
-///
-/// Only a regular file is read: it is opened with `O_NONBLOCK`, so that opening a FIFO
-/// named like a dump cannot wait for a writer, and the opened file is checked (`fstat`), so
-/// that a link to `/dev/zero` or a FIFO is refused before a byte is read. The size limit
-/// bounds memory: parsing costs at most a few times the file's size.
-pub fn load(path: &Path) -> Result<(Dump, Metadata)> {
-    let cannot_read = || format!("{}: cannot read", path.display());
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .with_context(cannot_read)?;
-    let meta = file.metadata().with_context(cannot_read)?;
-    if !meta.is_file() {
-        bail!(
-            "{}: not a regular file (a FIFO, device or directory); gpuspy reads only dump files",
-            path.display()
-        );
-    }
-    let too_large = |size: u64| {
-        anyhow::anyhow!(
-            "{}: {} MiB, larger than a gpuspy dump can be ({} MiB)",
-            path.display(),
-            size >> 20,
-            MAX_DUMP_BYTES >> 20
-        )
-    };
-    if meta.len() > MAX_DUMP_BYTES {
-        return Err(too_large(meta.len()));
-    }
-    // The file may grow while it is read: read one byte past the limit to see that.
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_DUMP_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(cannot_read)?;
-    if bytes.len() as u64 > MAX_DUMP_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| anyhow::anyhow!("{}: not JSON (not UTF-8 text)", path.display()))?;
-    let dump = parse_dump(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok((dump, meta))
-}
-
-/// Whether a dump's owner is one the reader trusts: the owner of the directory it is in
-/// (who created the output directory), the reader itself, or root. Anyone else could only
-/// have put it there through a directory writable by others, such as a shared `/tmp`, to
-/// plant or replace counts (docs/dump-format.md).
-fn trusted_owner(path: &Path, meta: &Metadata) -> bool {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    let dir_owner = std::fs::metadata(dir).map(|m| m.uid()).ok();
-    meta.uid() == 0 || meta.uid() == me || Some(meta.uid()) == dir_owner
-}
 
 /// A latency distribution merged over dumps. Counts saturate (see `Profile::saturated`).
 #[derive(Debug, Clone, Default)]
@@ -226,10 +111,8 @@ pub struct ProcessInfo {
     pub launches: u64,
     /// Bytes this process copied, all directions.
     pub copied_bytes: u64,
-    /// The verdict of this process's own diagnosis, if it had a warning.
-    pub verdict: Option<&'static str>,
-    /// Every finding of that diagnosis, warnings and below (`rank_verdicts` compares them).
-    pub findings: Vec<&'static str>,
+    /// Calls from threads beyond those the shim records at once: forwarded, not recorded.
+    pub unrecorded_calls: u64,
     /// What the GPU itself reported to this process (NVML, CUPTI), if the shim collected it.
     pub gpu: Option<Box<Gpu>>,
 }
@@ -270,7 +153,7 @@ impl CommunicatorView {
 
 impl ProcessInfo {
     /// Whether `other` is a dump of this same process (another image of it).
-    fn same_process(&self, other: &ProcessInfo) -> bool {
+    pub fn same_process(&self, other: &ProcessInfo) -> bool {
         (self.pid, self.start_unix_ns, &self.host) == (other.pid, other.start_unix_ns, &other.host)
     }
 
@@ -287,6 +170,7 @@ impl ProcessInfo {
             (&mut self.blocked_ns, other.blocked_ns),
             (&mut self.launches, other.launches),
             (&mut self.copied_bytes, other.copied_bytes),
+            (&mut self.unrecorded_calls, other.unrecorded_calls),
         ] {
             clipped |= add_count(mine, theirs);
         }
@@ -294,7 +178,6 @@ impl ProcessInfo {
         self.images += other.images;
         self.stop_unix_ns = self.stop_unix_ns.max(other.stop_unix_ns);
         self.wall_ns = self.stop_unix_ns.saturating_sub(self.start_unix_ns);
-        self.verdict = self.verdict.or(other.verdict);
         if self.gpu.is_none() {
             self.gpu = other.gpu;
         }
@@ -351,37 +234,9 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Loads and merges every dump under `paths` one at a time, so memory stays bounded by
-    /// the merged profile however many rank dumps there are. Warns, in one line, about
-    /// dumps owned by someone the reader does not trust (`trusted_owner`).
-    pub fn load(paths: &[PathBuf]) -> Result<Profile> {
-        let mut p = Profile::default();
-        let mut untrusted = Vec::new();
-        for file in dump_files(paths)? {
-            let (dump, meta) = load(&file)?;
-            if !trusted_owner(&file, &meta) {
-                untrusted.push(format!("{} (uid {})", file.display(), meta.uid()));
-            }
-            let mut one = Profile::from_dump(&file, dump);
-            let diagnosis = crate::diagnose::diagnose(&one);
-            if let Some(me) = one.processes.first_mut() {
-                me.verdict = diagnosis.verdict().map(|f| f.id);
-                me.findings = diagnosis.findings.iter().map(|f| f.id).collect();
-            }
-            p.absorb(one);
-        }
-        if !untrusted.is_empty() {
-            eprintln!(
-                "gpuspy: warning: dumps not owned by their directory's owner, you or root (another user may have planted or replaced them): {}",
-                untrusted.join(", ")
-            );
-        }
-        Ok(p)
-    }
-
     /// One dump's profile. It takes the dump, so that its larger parts (the GPU section,
     /// the names looked up) move rather than being copied.
-    fn from_dump(path: &Path, d: Dump) -> Profile {
+    pub fn from_dump(path: &Path, d: Dump) -> Profile {
         let mut p = Profile::default();
         let active_ns = d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
             0 => d.start_unix_ns,
@@ -410,8 +265,7 @@ impl Profile {
             blocked_ns: 0,
             launches: 0,
             copied_bytes: 0,
-            verdict: None,
-            findings: Vec::new(),
+            unrecorded_calls: d.unrecorded_calls,
             gpu: d.gpu.map(Box::new),
         });
         let clipped = &mut p.saturated;
@@ -504,81 +358,6 @@ impl Profile {
         (span > 0).then(|| 1.0 - busy as f64 / span as f64)
     }
 
-    /// Per-rank imbalance: for each measure, the largest rank's value against the median,
-    /// with the rank that has it. Empty outside a distributed job.
-    pub fn rank_imbalance(&self) -> Vec<Imbalance> {
-        let ranked: Vec<&ProcessInfo> =
-            self.processes.iter().filter(|p| p.rank.is_some()).collect();
-        if ranked.len() < 2 {
-            return Vec::new();
-        }
-        let measures: [(&'static str, Measure); 4] = [
-            ("launches", |p| p.launches as f64),
-            ("blocked_ns", |p| p.blocked_ns as f64),
-            ("steady_ns", |p| p.steady_ns as f64),
-            ("copied_bytes", |p| p.copied_bytes as f64),
-        ];
-        measures
-            .iter()
-            .map(|&(measure, value)| {
-                let median = crate::stats::median(ranked.iter().map(|p| value(p)).collect());
-                let top = ranked
-                    .iter()
-                    .max_by(|a, b| value(a).total_cmp(&value(b)))
-                    .copied();
-                let max = top.map_or(0.0, value);
-                Imbalance {
-                    measure,
-                    max,
-                    median,
-                    ratio: if median > 0.0 { max / median } else { 0.0 },
-                    rank: top.and_then(|p| p.rank).unwrap_or_default(),
-                }
-            })
-            .collect()
-    }
-
-    /// Ranks whose own verdict differs from the most common verdict among the ranks, as
-    /// `(rank, verdict)`; the common verdict first. Empty outside a distributed job.
-    ///
-    /// A difference in severity alone is not a difference. Ranks staged alike still differ a
-    /// little (a sleep that overshot, a preempted thread), so a problem that sits near the
-    /// warning level (`WARNING_IMPACT`) is a warning on some ranks and informational on
-    /// others; naming those ranks would send the user looking for a difference that is not
-    /// there. So a rank without a warning agrees when its own findings include the common
-    /// verdict, and a rank with a warning agrees with ranks that have none when at least
-    /// half of them find the same problem below the warning level. Two different warnings
-    /// are a difference, however close their impacts.
-    pub fn rank_verdicts(&self) -> (Option<&'static str>, Vec<(u32, Option<&'static str>)>) {
-        let ranked: Vec<&ProcessInfo> =
-            self.processes.iter().filter(|p| p.rank.is_some()).collect();
-        let mut tally: BTreeMap<Option<&'static str>, usize> = BTreeMap::new();
-        for p in &ranked {
-            *tally.entry(p.verdict).or_default() += 1;
-        }
-        let common = tally.iter().max_by_key(|(_, n)| **n).and_then(|(v, _)| *v);
-        let holders: Vec<&&ProcessInfo> = ranked.iter().filter(|p| p.verdict == common).collect();
-        let agrees = |p: &ProcessInfo| match (p.verdict, common) {
-            (None, None) => true,
-            (None, Some(common)) => p.findings.contains(&common),
-            (Some(mine), None) => {
-                2 * holders
-                    .iter()
-                    .filter(|h| h.findings.contains(&mine))
-                    .count()
-                    >= holders.len()
-            }
-            (Some(mine), Some(common)) => mine == common,
-        };
-        let mut differ: Vec<(u32, Option<&'static str>)> = ranked
-            .iter()
-            .filter(|p| !agrees(p))
-            .map(|p| (p.rank.unwrap_or_default(), p.verdict))
-            .collect();
-        differ.sort_unstable();
-        (common, differ)
-    }
-
     /// Adds another profile's processes and counts to this one (several dumps or runs
     /// merged). The images of one process (an `exec` keeps the pid) become one process.
     pub fn absorb(&mut self, other: Profile) {
@@ -651,6 +430,11 @@ impl Profile {
         total(self.processes.iter().map(|p| p.active_ns))
     }
 
+    /// Calls the shim forwarded without recording them, summed over the processes.
+    pub fn unrecorded_calls(&self) -> u64 {
+        total(self.processes.iter().map(|p| p.unrecorded_calls))
+    }
+
     /// Time inside start-up calls: driver init, contexts, module and library loading, JIT.
     pub fn startup_ns(&self) -> u64 {
         total(STARTUP_APIS.iter().map(|name| self.total_ns(name)))
@@ -704,21 +488,6 @@ pub fn total(values: impl Iterator<Item = u64>) -> u64 {
     values.fold(0, u64::saturating_add)
 }
 
-/// One per-process quantity compared across ranks.
-type Measure = fn(&ProcessInfo) -> f64;
-
-/// How far the largest rank is from the median rank on one measure.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Imbalance {
-    pub measure: &'static str,
-    pub max: f64,
-    pub median: f64,
-    /// max / median; 0 when the median is 0.
-    pub ratio: f64,
-    /// The rank with the largest value.
-    pub rank: u32,
-}
-
 /// API families whose time is start-up (or tear-down) cost rather than steady-state work.
 pub const STARTUP_APIS: &[&str] = &[
     "cuInit",
@@ -763,7 +532,7 @@ mod tests {
     #[test]
     fn sums_over_processes_saturate_and_say_so() {
         let one = |pid: u32, driver_ns: u64| {
-            let mut p = crate::diagnose::synthetic::run(1.0).build();
+            let mut p = crate::profile::synthetic::run(1.0).build();
             p.processes[0].pid = pid;
             p.processes[0].driver_ns = driver_ns;
             p
@@ -793,50 +562,105 @@ mod tests {
         );
         assert_eq!(view(&[("rank 0", 3)]).disagreement(), None);
     }
+}
 
-    /// A profile of ranks 0.., each with its verdict and its findings.
-    fn ranks(each: &[(Option<&'static str>, &[&'static str])]) -> Profile {
-        let mut p = crate::diagnose::synthetic::run(1.0).build();
-        let template = p.processes.pop().unwrap();
-        for (rank, &(verdict, findings)) in each.iter().enumerate() {
-            p.processes.push(ProcessInfo {
-                rank: Some(rank as u32),
-                verdict,
-                findings: findings.to_vec(),
-                ..template.clone()
-            });
-        }
-        p
+/// Synthetic profiles for the rules' unit tests.
+#[cfg(test)]
+pub mod synthetic {
+    use crate::profile::{Latency, ProcessInfo, Profile};
+    use gpuspy_format::{Direction, HostKind, SyncCause};
+
+    pub struct Builder(Profile);
+
+    /// One process whose first driver call came `active_s` seconds before its dump.
+    pub fn run(active_s: f64) -> Builder {
+        let mut p = Profile::default();
+        p.processes.push(ProcessInfo {
+            path: "synthetic.json".into(),
+            pid: 1,
+            host: "test".into(),
+            exe: "test".into(),
+            cmdline: vec![],
+            start_unix_ns: 0,
+            stop_unix_ns: (active_s * 1e9) as u64,
+            wall_ns: (active_s * 1e9) as u64,
+            active_ns: (active_s * 1e9) as u64,
+            driver_ns: 0,
+            calls: 0,
+            threads: 1,
+            complete: true,
+            ended_by: None,
+            image: 0,
+            images: 1,
+            rank: None,
+            steady_ns: (active_s * 1e9) as u64,
+            blocked_ns: 0,
+            launches: 0,
+            copied_bytes: 0,
+            unrecorded_calls: 0,
+            gpu: None,
+        });
+        Builder(p)
     }
 
-    #[test]
-    fn a_rank_differs_by_its_problem_not_by_its_severity() {
-        const SYNC: &str = "sync-stalled";
-        const LAUNCH: &str = "launch-bound";
-        // Rank 1 alone is launch-bound: named.
-        let one = ranks(&[
-            (Some(SYNC), &[SYNC]),
-            (Some(LAUNCH), &[LAUNCH, SYNC]),
-            (Some(SYNC), &[SYNC]),
-        ]);
-        assert_eq!(one.rank_verdicts(), (Some(SYNC), vec![(1, Some(LAUNCH))]));
-        // Ranks whose sync stall is just under the warning level, or just over it while
-        // most are under: the same diagnosis.
-        let under = ranks(&[
-            (Some(SYNC), &[SYNC]),
-            (None, &[SYNC]),
-            (Some(SYNC), &[SYNC]),
-        ]);
-        assert_eq!(under.rank_verdicts(), (Some(SYNC), vec![]));
-        let over = ranks(&[(None, &[SYNC]), (Some(SYNC), &[SYNC]), (None, &[SYNC])]);
-        assert_eq!(over.rank_verdicts(), (None, vec![]));
-        // A rank without the common problem at all, or with a warning the others lack, is
-        // named.
-        let clean = ranks(&[(Some(SYNC), &[SYNC]), (None, &[]), (Some(SYNC), &[SYNC])]);
-        assert_eq!(clean.rank_verdicts(), (Some(SYNC), vec![(1, None)]));
-        let alone = ranks(&[(None, &[SYNC]), (Some(LAUNCH), &[LAUNCH]), (None, &[])]);
-        assert_eq!(alone.rank_verdicts(), (None, vec![(1, Some(LAUNCH))]));
-        // Outside a distributed job: nothing.
-        assert_eq!(ranks(&[]).rank_verdicts(), (None, vec![]));
+    fn latency(calls: u64, total_ns: u64) -> Latency {
+        let mean = total_ns.checked_div(calls).unwrap_or(0);
+        let mut l = Latency {
+            calls,
+            total_ns,
+            max_ns: mean,
+            ..Default::default()
+        };
+        if calls > 0 {
+            l.hist = gpuspy_format::Histogram(vec![(
+                gpuspy_format::hist::bucket_index(mean) as u32,
+                calls,
+            )]);
+        }
+        l
+    }
+
+    impl Builder {
+        /// `calls` calls of `api` taking `total_ms` in all, `bytes` named.
+        pub fn api(mut self, api: &str, calls: u64, total_ms: f64, bytes: u64) -> Builder {
+            let entry = self.0.apis.entry(api.to_string()).or_default();
+            entry.latency = latency(calls, (total_ms * 1e6) as u64);
+            entry.bytes = bytes;
+            entry.add_symbol(api, calls);
+            self
+        }
+
+        pub fn sync(mut self, cause: SyncCause, calls: u64, total_ms: f64) -> Builder {
+            self.0
+                .syncs
+                .insert(cause, latency(calls, (total_ms * 1e6) as u64));
+            self
+        }
+
+        pub fn copy(mut self, dir: Direction, host: HostKind, calls: u64, bytes: u64) -> Builder {
+            self.0.copies.insert((dir, host), (calls, bytes));
+            self
+        }
+
+        /// Adds a rank: a process with its own steady time and time blocked in syncs.
+        pub fn rank(mut self, rank: u32, steady_s: f64, blocked_s: f64) -> Builder {
+            let mut p = self.0.processes[0].clone();
+            p.rank = Some(rank);
+            p.pid = 100 + rank;
+            p.steady_ns = (steady_s * 1e9) as u64;
+            p.blocked_ns = (blocked_s * 1e9) as u64;
+            self.0.processes.push(p);
+            self
+        }
+
+        /// GPU-side data for the (first) process.
+        pub fn gpu(mut self, gpu: gpuspy_format::gpu::Gpu) -> Builder {
+            self.0.processes[0].gpu = Some(Box::new(gpu));
+            self
+        }
+
+        pub fn build(self) -> Profile {
+            self.0
+        }
     }
 }

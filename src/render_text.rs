@@ -1,8 +1,9 @@
-//! `gpuspy report`: the human-readable tables.
+//! `gpuspy report`: the human-readable tables. Formats a `Report` and nothing else: every
+//! figure shown is in the report (and so in `--json`), this file only chooses units and
+//! layout (`numbers` below checks that).
 
-use crate::collectives::{collectives, link_peak, Collective};
-use crate::diagnose::{share, Diagnosis, Severity};
-use crate::profile::{Latency, ProcessInfo, Profile};
+use crate::diagnose::Severity;
+use crate::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
 use gpuspy_format::Ending;
 use std::fmt::Write;
 
@@ -39,34 +40,31 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
-fn percent(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "-".into()
-    } else {
-        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
-    }
+/// A share as `12.3%`, or `-` where its whole was 0.
+fn percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "-".into(), |s| format!("{:.1}%", s * 100.0))
 }
 
 /// calls, total, p50, p99 and max, right-aligned in columns of 10.
-fn latency_columns(l: &Latency) -> String {
+fn latency_columns(l: &LatencyRow) -> String {
     format!(
         "{:>10} {:>10} {:>10} {:>10} {:>10}",
-        l.calls,
+        l.count,
         duration(l.total_ns),
-        duration(l.quantile(0.5)),
-        duration(l.quantile(0.99)),
+        duration(l.p50_ns),
+        duration(l.p99_ns),
         duration(l.max_ns)
     )
 }
 
 /// One row per rank, when the dumps come from a distributed job. Past 16 ranks, the 8 that
 /// wait least (straggler candidates) and the 8 that wait most.
-fn ranks(out: &mut String, p: &Profile) {
-    let mut ranked: Vec<_> = p.processes.iter().filter(|x| x.rank.is_some()).collect();
+fn ranks(out: &mut String, r: &Report) {
+    let mut ranked: Vec<&ProcessRow> = r.processes.iter().filter(|x| x.rank.is_some()).collect();
     if ranked.len() < 2 {
         return;
     }
-    ranked.sort_by(|a, b| a.wait_share().total_cmp(&b.wait_share()));
+    ranked.sort_by(|a, b| a.wait_share.total_cmp(&b.wait_share));
     let _ = writeln!(
         out,
         "\nRanks ({}), by share of time waiting for the GPU",
@@ -74,11 +72,9 @@ fn ranks(out: &mut String, p: &Profile) {
     );
     // The GPU's view of the waiting where CUPTI timed NCCL kernels: the straggler's are
     // the shortest.
-    let in_nccl = |x: &ProcessInfo| {
-        x.nccl_kernel_ns().map_or_else(
-            || "-".to_string(),
-            |ns| format!("{:.1}%", share(ns, x.steady_ns) * 100.0),
-        )
+    let in_nccl = |x: &ProcessRow| {
+        x.nccl_share
+            .map_or_else(|| "-".to_string(), |s| format!("{:.1}%", s * 100.0))
     };
     let _ = writeln!(
         out,
@@ -100,13 +96,13 @@ fn ranks(out: &mut String, p: &Profile) {
             x.host,
             x.pid,
             duration(x.steady_ns),
-            x.wait_share() * 100.0,
+            x.wait_share * 100.0,
             in_nccl(x),
             x.launches
         );
     }
-    let spread: Vec<String> = p
-        .rank_imbalance()
+    let spread: Vec<String> = r
+        .rank_imbalance
         .iter()
         .filter(|i| i.median > 0.0)
         .map(|i| format!("{} {:.2}x (rank {})", i.measure, i.ratio, i.rank))
@@ -114,27 +110,31 @@ fn ranks(out: &mut String, p: &Profile) {
     if !spread.is_empty() {
         let _ = writeln!(out, "  largest rank / median: {}", spread.join(", "));
     }
-    let (common, differ) = p.rank_verdicts();
-    if !differ.is_empty() {
+    let v = &r.rank_verdicts;
+    if !v.differ.is_empty() {
         let name = |v: Option<&str>| v.unwrap_or("no warning").to_string();
-        let shown: Vec<String> = differ
+        let shown: Vec<String> = v
+            .differ
             .iter()
             .take(16)
-            .map(|(rank, v)| format!("rank {rank}: {}", name(*v)))
+            .map(|d| format!("rank {}: {}", d.rank, name(d.verdict)))
             .collect();
         let _ = writeln!(
             out,
             "  verdicts that differ from the common one ({}): {}{}",
-            name(common),
+            name(v.common),
             shown.join(", "),
-            if differ.len() > 16 { ", ..." } else { "" }
+            if v.differ.len() > 16 { ", ..." } else { "" }
         );
     }
 }
 
 /// The verdict, then the six layers bottom up, each with its status and findings.
-fn diagnosis(out: &mut String, p: &Profile, d: &Diagnosis) {
-    match d.verdict() {
+fn diagnosis(out: &mut String, r: &Report) {
+    let verdict = r
+        .verdict
+        .and_then(|id| r.findings.iter().find(|f| f.id == id));
+    match verdict {
         Some(f) => {
             let _ = writeln!(
                 out,
@@ -152,16 +152,16 @@ fn diagnosis(out: &mut String, p: &Profile, d: &Diagnosis) {
             );
         }
         None => {
-            let _ = match p.gpu_idle_share() {
-                Some(idle) if idle <= 0.1 => writeln!(
+            let _ = match r.gpu_busy_share {
+                Some(busy) if r.gpu_bound => writeln!(
                     out,
                     "\nVerdict: GPU-bound. Kernels ran {:.1} % of the GPU's activity span and nothing blocks: only faster (or fewer) kernels make this run faster.",
-                    (1.0 - idle) * 100.0
+                    busy * 100.0
                 ),
-                Some(idle) => writeln!(
+                Some(busy) => writeln!(
                     out,
                     "\nVerdict: no blocking problem found. Kernels ran {:.1} % of the GPU's activity span.",
-                    (1.0 - idle) * 100.0
+                    busy * 100.0
                 ),
                 None => writeln!(
                     out,
@@ -171,9 +171,9 @@ fn diagnosis(out: &mut String, p: &Profile, d: &Diagnosis) {
         }
     }
     let _ = writeln!(out, "\nLayers, bottom up");
-    for layer in &d.layers {
+    for layer in &r.layers {
         let _ = writeln!(out, "  {:<10} {}", layer.layer.name(), layer.status);
-        for f in d.findings.iter().filter(|f| f.layer == layer.layer) {
+        for f in r.findings.iter().filter(|f| f.layer == layer.layer) {
             let _ = writeln!(
                 out,
                 "    {} {}{}: {} (impact {:.0} %)",
@@ -211,13 +211,8 @@ fn diagnosis(out: &mut String, p: &Profile, d: &Diagnosis) {
 const GPU_SECTIONS_SHOWN: usize = 8;
 
 /// What the GPU itself reported, per process and device; or why nothing was collected.
-fn gpu(out: &mut String, p: &Profile) {
-    let with_gpu: Vec<_> = p
-        .processes
-        .iter()
-        .filter_map(|x| x.gpu.as_deref().map(|g| (x, g)))
-        .collect();
-    if with_gpu.is_empty() {
+fn gpu(out: &mut String, r: &Report) {
+    if r.gpu.is_empty() {
         let _ = writeln!(
             out,
             "\nGPU: no GPU-side data in the dumps (written by a shim without NVML/CUPTI support, or the process never initialised CUDA)"
@@ -229,17 +224,22 @@ fn gpu(out: &mut String, p: &Profile) {
         "\nGPU (what the device reported: NVML telemetry, CUPTI activity)"
     );
     let mut shown = 0;
-    for (x, g) in &with_gpu {
+    for row in &r.gpu {
+        let g = &row.gpu;
         for note in [("NVML", &g.nvml), ("CUPTI", &g.cupti)] {
             let state = if note.1.active { "on" } else { "off" };
-            let _ = writeln!(out, "  pid {}  {}: {state}, {}", x.pid, note.0, note.1.note);
+            let _ = writeln!(
+                out,
+                "  pid {}  {}: {state}, {}",
+                row.pid, note.0, note.1.note
+            );
         }
-        for dev in &g.devices {
+        for (dev, figures) in g.devices.iter().zip(&row.devices) {
             shown += 1;
             if shown > GPU_SECTIONS_SHOWN {
                 continue;
             }
-            gpu_device(out, dev);
+            gpu_device(out, dev, figures);
         }
         if let Some(um) = &g.unified_memory {
             let _ = writeln!(
@@ -268,9 +268,8 @@ fn gpu(out: &mut String, p: &Profile) {
     }
 }
 
-fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
+fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device, figures: &DeviceFigures) {
     let mut head = vec![format!("GPU {}", dev.ordinal)];
-    let mut anomalies = Vec::new();
     if let Some(f) = &dev.facts {
         if !f.name.is_empty() {
             head.push(f.name.clone());
@@ -278,19 +277,14 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
         if !f.driver_version.is_empty() {
             head.push(format!("driver {}", f.driver_version));
         }
-        if let Some(v) = f.cuda_driver_version {
-            head.push(format!("CUDA {}.{}", v / 1000, v % 1000 / 10));
+        if let Some(v) = &figures.cuda_version {
+            head.push(format!("CUDA {v}"));
         }
         let l = &f.pcie;
         if let (Some(g), Some(w), Some(gm), Some(wm)) =
             (l.gen_current, l.width_current, l.gen_max, l.width_max)
         {
             head.push(format!("PCIe gen{g} x{w} (max gen{gm} x{wm})"));
-            if g < gm || w < wm {
-                anomalies.push(format!(
-                    "PCIe link below its maximum (gen{g} x{w} of gen{gm} x{wm})"
-                ));
-            }
         }
         if let Some(on) = f.ecc_enabled {
             head.push(format!("ECC {}", if on { "on" } else { "off" }));
@@ -301,82 +295,10 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
         if let Some(mw) = f.power_limit_mw {
             head.push(format!("power limit {} W", mw / 1000));
         }
-        if !f.other_processes.is_empty() {
-            let pids: Vec<String> = f
-                .other_processes
-                .iter()
-                .map(|o| o.pid.to_string())
-                .collect();
-            anomalies.push(format!(
-                "other processes on the GPU: pid {}",
-                pids.join(", ")
-            ));
-        }
     }
     let _ = writeln!(out, "    {}", head.join("  ·  "));
-    if let Some(a) = &dev.activity {
-        let span = a.working_span_ns();
-        let gaps = hist_quantiles(&a.gap_hist);
-        let (pauses, pause_ns) = a.pauses();
-        let paused = if pauses > 0 {
-            format!(
-                " (and {pauses} pause(s) of 1 s or more, about {}, left out)",
-                duration(pause_ns)
-            )
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "      busy {} of {}{paused} ({} kernels, {} in kernels)  ·  idle gaps {}",
-            percent(a.busy_ns, span),
-            duration(span),
-            a.kernels,
-            duration(a.kernel_ns),
-            gaps
-        );
-        // Copies between host and device cross the PCIe link: their rate against its peak,
-        // for copies of 1 MiB or more on average (smaller ones are bound by latency).
-        let pcie_peak = dev.facts.as_ref().and_then(|f| f.pcie.peak_bytes_per_s());
-        for c in &a.copies {
-            let large = c.bytes >= c.count.saturating_mul(1 << 20);
-            let of_peak = match (c.kind.as_str(), c.bytes_per_s(), pcie_peak) {
-                ("HtoD" | "DtoH", Some(r), Some(peak)) if large => {
-                    format!(", {:.0} % of the PCIe peak", r / peak * 100.0)
-                }
-                _ => String::new(),
-            };
-            let at = c
-                .bytes_per_s()
-                .map_or_else(String::new, |r| format!(" at {}{of_peak}", rate(r)));
-            let _ = writeln!(
-                out,
-                "      copies {} {}: {} x, {}{}",
-                c.kind,
-                c.memory,
-                c.count,
-                bytes(c.bytes),
-                at
-            );
-        }
-        if a.late_records + a.untimed_records > 0 {
-            let _ = writeln!(
-                out,
-                "      {} late and {} untimed records (busy time may be slightly low)",
-                a.late_records, a.untimed_records
-            );
-        }
-        for (i, k) in a.top_kernels.iter().take(5).enumerate() {
-            let name: String = k.name.chars().take(90).collect();
-            let _ = writeln!(
-                out,
-                "      {}. {:>6} {:>8} x  {}",
-                i + 1,
-                percent(k.total_ns, a.kernel_ns),
-                k.calls,
-                name
-            );
-        }
+    if let (Some(a), Some(fig)) = (&dev.activity, &figures.activity) {
+        activity(out, a, fig);
     }
     if let Some(t) = &dev.telemetry {
         let mut parts = vec![format!("{} samples every {} ms", t.samples, t.interval_ms)];
@@ -402,60 +324,100 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device) {
             parts.push(format!("GPU {:.0} C max", temp.max));
         }
         let _ = writeln!(out, "      telemetry: {}", parts.join("  ·  "));
-        let throttles: Vec<String> = t
-            .clock_events
-            .iter()
-            .filter(|e| e.reason != "gpu-idle")
-            .map(|e| format!("{} in {} of {} samples", e.reason, e.samples, t.samples))
-            .collect();
-        if !throttles.is_empty() {
-            anomalies.push(format!("clock events: {}", throttles.join(", ")));
-        }
-        let (corrected, uncorrected) = t.new_ecc_errors();
-        if corrected + uncorrected > 0 {
-            anomalies.push(format!(
-                "ECC errors during the run: {corrected} corrected, {uncorrected} uncorrected"
-            ));
-        }
     }
-    for a in anomalies {
-        let _ = writeln!(out, "      ! {a}");
+    for w in &figures.warnings {
+        let _ = writeln!(out, "      ! {w}");
     }
 }
 
-/// `n, p50 x, p99 y, longest z` of a gap histogram, or `none`.
-fn hist_quantiles(h: &gpuspy_format::Histogram) -> String {
-    let n = h.count();
-    if n == 0 {
-        return "none".into();
+/// One device's CUPTI activity: busy share, gaps, copies, top kernels.
+fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFigures) {
+    let gaps = fig.gaps.as_ref().map_or_else(
+        || "none".to_string(),
+        |g| {
+            format!(
+                "{}, p50 {}, p99 {}, longest < {}",
+                g.count,
+                duration(g.p50_ns),
+                duration(g.p99_ns),
+                duration(g.longest_below_ns)
+            )
+        },
+    );
+    let paused = if fig.pauses > 0 {
+        format!(
+            " (and {} pause(s) of 1 s or more, about {}, left out)",
+            fig.pauses,
+            duration(fig.pause_ns)
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "      busy {} of {}{paused} ({} kernels, {} in kernels)  ·  idle gaps {}",
+        percent(fig.busy_share),
+        duration(fig.working_span_ns),
+        a.kernels,
+        duration(a.kernel_ns),
+        gaps
+    );
+    // Copies between host and device cross the PCIe link: their rate against its peak.
+    for (c, cf) in a.copies.iter().zip(&fig.copies) {
+        let of_peak = cf.pcie_peak_share.map_or_else(String::new, |s| {
+            format!(", {:.0} % of the PCIe peak", s * 100.0)
+        });
+        let at = cf
+            .bytes_per_s
+            .map_or_else(String::new, |r| format!(" at {}{of_peak}", rate(r)));
+        let _ = writeln!(
+            out,
+            "      copies {} {}: {} x, {}{}",
+            c.kind,
+            c.memory,
+            c.count,
+            bytes(c.bytes),
+            at
+        );
     }
-    let max = h.0.last().map_or(0, |&(i, _)| {
-        gpuspy_format::hist::bucket_bounds(i as usize).1
-    });
-    format!(
-        "{n}, p50 {}, p99 {}, longest < {}",
-        duration(h.quantile(0.5, max)),
-        duration(h.quantile(0.99, max)),
-        duration(max)
-    )
+    if a.late_records + a.untimed_records > 0 {
+        let _ = writeln!(
+            out,
+            "      {} late and {} untimed records (busy time may be slightly low)",
+            a.late_records, a.untimed_records
+        );
+    }
+    for (i, (k, share)) in a
+        .top_kernels
+        .iter()
+        .zip(&fig.top_kernel_shares)
+        .take(5)
+        .enumerate()
+    {
+        let name: String = k.name.chars().take(90).collect();
+        let _ = writeln!(
+            out,
+            "      {}. {:>6} {:>8} x  {}",
+            i + 1,
+            percent(*share),
+            k.calls,
+            name
+        );
+    }
 }
 
-pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
+pub fn render(r: &Report, per_process: bool) -> String {
     let mut out = String::new();
     // Driver and sync times are summed over the processes, so their shares are of the
     // processes' wall time summed; the headline wall time is the job's span.
-    let wall = p.process_wall_ns();
-    let driver = p.driver_ns();
-    let threads = p
-        .processes
-        .iter()
-        .fold(0u32, |n, pr| n.saturating_add(pr.threads));
+    let wall = r.process_wall_ns;
+    let threads = r.threads;
     // The headline, what shares are "of", and that in a column's width.
-    let (wall_label, of_wall, of_wall_column) = if p.processes.len() > 1 {
+    let (wall_label, of_wall, of_wall_column) = if r.processes.len() > 1 {
         (
             format!(
                 "wall {} (first start to last dump), process time {} (summed over processes)",
-                duration(p.span_ns()),
+                duration(r.wall_ns),
                 duration(wall)
             ),
             "process time",
@@ -467,27 +429,34 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
     let _ = writeln!(
         out,
         "gpuspy report: {} process{}, {} thread{}, {wall_label}, inside the driver {} ({} of {of_wall})",
-        p.processes.len(),
-        if p.processes.len() == 1 { "" } else { "es" },
+        r.processes.len(),
+        if r.processes.len() == 1 { "" } else { "es" },
         threads,
         if threads == 1 { "" } else { "s" },
-        duration(driver),
-        percent(driver, wall),
+        duration(r.driver_ns),
+        percent(r.driver_share),
     );
-    if p.saturated {
+    if r.unrecorded_calls > 0 {
+        let _ = writeln!(
+            out,
+            "note: INCOMPLETE DATA: {} call(s) from threads beyond the shim's limit were forwarded without being recorded: counts and times below are lower bounds",
+            r.unrecorded_calls
+        );
+    }
+    if r.saturated {
         let _ = writeln!(
             out,
             "note: some merged counts reached 2^64-1 and stopped there instead of wrapping around: figures shown as 18446744073709551615 are at least that"
         );
     }
-    let incomplete = p.processes.iter().filter(|pr| !pr.complete).count();
+    let incomplete = r.incomplete_processes;
     if incomplete > 0 {
         let _ = writeln!(
             out,
             "note: {incomplete} dump(s) come from a periodic flush (process killed or still running): data up to the last flush"
         );
     }
-    ranks(&mut out, p);
+    ranks(&mut out, r);
     if per_process {
         let _ = writeln!(out, "\nProcesses");
         let _ = writeln!(
@@ -495,7 +464,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
             "  {:>8}  {:>10}  {:>10}  {:>10}  {:<22}  command",
             "pid", "wall", "driver", "calls", "ended"
         );
-        for pr in &p.processes {
+        for pr in &r.processes {
             let _ = writeln!(
                 out,
                 "  {:>8}  {:>10}  {:>10}  {:>10}  {:<22}  {}",
@@ -508,117 +477,132 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
             );
         }
     }
-    if p.apis.is_empty() {
+    if r.apis.is_empty() {
         let _ = writeln!(out, "\nNo driver calls recorded.");
         return out;
     }
-    diagnosis(&mut out, p, d);
-    gpu(&mut out, p);
+    diagnosis(&mut out, r);
+    gpu(&mut out, r);
     let _ = writeln!(out, "\nDriver API calls (by total time)");
     let _ = writeln!(
         out,
         "  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
         "api", "calls", "total", "p50", "p99", "max", "errors"
     );
-    for (name, api) in p.by_total_time() {
+    for api in r.apis.rows() {
+        let name = api.api;
         let _ = writeln!(
             out,
             "  {:<28} {} {:>7}",
             name,
             latency_columns(&api.latency),
-            api.errors(),
+            api.errors,
         );
-        if api.symbols.len() > 1 || api.symbols.iter().any(|(s, _)| s != name) {
+        if api.symbols.len() > 1 || api.symbols.iter().any(|s| s.symbol != name) {
             let variants: Vec<String> = api
                 .symbols
                 .iter()
-                .map(|(s, n)| format!("{s} {n}"))
+                .map(|s| format!("{} {}", s.symbol, s.count))
                 .collect();
             let _ = writeln!(out, "    {}", variants.join(", "));
         }
     }
-    if !p.syncs.is_empty() {
+    if !r.syncs.is_empty() {
         let _ = writeln!(out, "\nImplicit synchronisations (host blocked)");
         let _ = writeln!(
             out,
             "  {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
             "cause", "calls", "blocked", "p50", "p99", "max", of_wall_column
         );
-        for (cause, l) in &p.syncs {
+        for s in &r.syncs {
             let _ = writeln!(
                 out,
                 "  {:<22} {} {:>8}",
-                cause.name(),
-                latency_columns(l),
-                percent(l.total_ns, wall),
+                s.cause.name(),
+                latency_columns(&s.latency),
+                percent(s.wall_share),
             );
         }
     }
-    if !p.copies.is_empty() {
+    if !r.copies.is_empty() {
         let _ = writeln!(out, "\nCopies (bytes by direction and host memory)");
         let _ = writeln!(
             out,
             "  {:<10} {:<10} {:>10} {:>12}",
             "direction", "host", "calls", "bytes"
         );
-        for ((dir, host), (calls, n)) in &p.copies {
+        for c in &r.copies {
             let _ = writeln!(
                 out,
                 "  {:<10} {:<10} {:>10} {:>12}",
-                format!("{dir:?}"),
-                host.name(),
-                calls,
-                bytes(*n)
+                format!("{:?}", c.direction),
+                c.host.name(),
+                c.count,
+                bytes(c.bytes)
             );
         }
     }
-    if !p.nccl_ops.is_empty() {
+    if !r.nccl.ops.is_empty() {
         let _ = writeln!(
             out,
             "\nNCCL operations (host-side enqueue; {} communicator(s))",
-            p.communicators.len()
+            r.nccl.communicators.len()
         );
         let _ = writeln!(
             out,
             "  {:<14} {:<10} {:>10} {:>12}",
             "op", "datatype", "calls", "bytes"
         );
-        for ((op, dt), (calls, n)) in &p.nccl_ops {
-            let _ = writeln!(out, "  {op:<14} {dt:<10} {calls:>10} {:>12}", bytes(*n));
+        for o in &r.nccl.ops {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:<10} {:>10} {:>12}",
+                o.op,
+                o.datatype,
+                o.calls,
+                bytes(o.bytes)
+            );
         }
-        collectives_table(&mut out, p);
-        for (key, c) in &p.communicators {
-            if let Some((common, odd)) = c.disagreement() {
-                let odd: Vec<String> = odd.iter().map(|(m, n)| format!("{m} issued {n}")).collect();
+        collectives_table(&mut out, r);
+        for c in &r.nccl.communicators {
+            if let Some(d) = &c.disagreement {
+                let odd: Vec<String> = d
+                    .members
+                    .iter()
+                    .map(|m| format!("{} issued {}", m.member, m.operations))
+                    .collect();
                 let _ = writeln!(
                     out,
-                    "  ! communicator {key}: members disagree on the operations issued ({}; {common} for the others): such a job hangs in its next collective",
-                    odd.join(", ")
+                    "  ! communicator {}: members disagree on the operations issued ({}; {} for the others): such a job hangs in its next collective",
+                    c.key,
+                    odd.join(", "),
+                    d.common_operations
                 );
             }
         }
     }
     let _ = writeln!(out, "\nTop time sinks");
-    for (i, (name, api)) in p.by_total_time().into_iter().take(5).enumerate() {
+    for (i, api) in r.apis.rows().take(5).enumerate() {
         let _ = writeln!(
             out,
             "  {}. {:<28} {:>10}  {:>6} of driver time, {:>6} of {of_wall}",
             i + 1,
-            name,
+            api.api,
             duration(api.latency.total_ns),
-            percent(api.latency.total_ns, driver),
-            percent(api.latency.total_ns, wall),
+            percent(api.driver_share),
+            percent(api.wall_share),
         );
     }
-    if !p.unwrapped.is_empty() {
+    if !r.unwrapped_symbols.is_empty() {
         // Runtimes look up the whole driver table at start; the names are in --json.
         const SHOWN: usize = 8;
-        let more = p.unwrapped.len().saturating_sub(SHOWN);
+        let unwrapped = &r.unwrapped_symbols;
+        let more = unwrapped.len().saturating_sub(SHOWN);
         let _ = writeln!(
             out,
             "\n{} driver entry points were looked up but are not wrapped (calls to them are not counted): {}{}",
-            p.unwrapped.len(),
-            p.unwrapped[..p.unwrapped.len().min(SHOWN)].join(", "),
+            unwrapped.len(),
+            unwrapped[..unwrapped.len().min(SHOWN)].join(", "),
             if more > 0 { format!(", ... ({more} more in --json)") } else { String::new() },
         );
     }
@@ -626,7 +610,7 @@ pub fn render(p: &Profile, d: &Diagnosis, per_process: bool) -> String {
 }
 
 /// How a process ended: its last image's exit, exec or signal, or its last periodic flush.
-fn ending(pr: &ProcessInfo) -> String {
+fn ending(pr: &ProcessRow) -> String {
     let images = if pr.images > 1 {
         format!(" ({} images)", pr.images)
     } else {
@@ -642,15 +626,16 @@ fn ending(pr: &ProcessInfo) -> String {
 }
 
 /// NCCL kernel time per collective and the bandwidths it gives, when CUPTI measured it.
-fn collectives_table(out: &mut String, p: &Profile) {
-    let timed: Vec<Collective> = collectives(p)
-        .into_iter()
+fn collectives_table(out: &mut String, r: &Report) {
+    let timed: Vec<_> = r
+        .nccl
+        .collectives
+        .iter()
         .filter(|c| c.kernel_ns > 0)
         .collect();
     if timed.is_empty() {
         return;
     }
-    let peak = link_peak(p);
     let _ = writeln!(
         out,
         "\n  On the GPU (CUPTI). A kernel's time includes its wait for the other ranks; the bandwidths use the rank that waited least."
@@ -664,16 +649,19 @@ fn collectives_table(out: &mut String, p: &Profile) {
         "least rank",
         "algbw",
         "busbw",
-        peak.map_or_else(String::new, |(bps, link)| format!(
-            "of the {link} peak ({})",
-            rate(bps)
-        ))
+        r.nccl
+            .link_peak
+            .as_ref()
+            .map_or_else(String::new, |l| format!(
+                "of the {} peak ({})",
+                l.link,
+                rate(l.bytes_per_s)
+            ))
     );
     for c in &timed {
-        let mut of_peak = match (c.busbw, peak) {
-            (Some(bus), Some((bps, _))) => format!("{:.1} %", bus / bps * 100.0),
-            _ => String::new(),
-        };
+        let mut of_peak = c
+            .busbw_peak_share
+            .map_or_else(String::new, |s| format!("{:.1} %", s * 100.0));
         if c.saturated {
             of_peak += " (a sum over ranks saturated at 2^64-1)";
         }
@@ -684,8 +672,8 @@ fn collectives_table(out: &mut String, p: &Profile) {
             c.kernels,
             duration(c.kernel_ns),
             duration(c.least_rank_kernel_ns),
-            c.algbw.map_or_else(|| "-".into(), rate),
-            c.busbw.map_or_else(|| "-".into(), rate),
+            c.algbw_bytes_per_s.map_or_else(|| "-".into(), rate),
+            c.busbw_bytes_per_s.map_or_else(|| "-".into(), rate),
         );
     }
 }
@@ -710,8 +698,16 @@ mod tests {
 
     #[test]
     fn a_busy_gpu_with_nothing_blocking_is_called_gpu_bound() {
-        use crate::diagnose::{diagnose, synthetic::run};
+        use crate::diagnose::synthetic::run;
+        use crate::profile::Profile;
+        use crate::report::Report;
         use gpuspy_format::gpu::{Activity, Device, Gpu};
+        let render = |p: &Profile, per_process| {
+            render(
+                &Report::new(&crate::analyse::merged(p.clone())),
+                per_process,
+            )
+        };
         let with_busy = |busy_ns: u64| {
             let gpu = Gpu {
                 devices: vec![Device {
@@ -726,7 +722,7 @@ mod tests {
                 ..Gpu::default()
             };
             let p = run(1.0).api("cuLaunchKernel", 10, 0.1, 0).gpu(gpu).build();
-            render(&p, &diagnose(&p), false)
+            render(&p, false)
         };
         let busy = with_busy(950_000_000);
         assert!(
@@ -739,11 +735,169 @@ mod tests {
             half.contains("Verdict: no blocking problem found. Kernels ran 50.0 %"),
             "{half}"
         );
-        let none = render(
-            &run(1.0).api("cuLaunchKernel", 10, 0.1, 0).build(),
-            &diagnose(&run(1.0).api("cuLaunchKernel", 10, 0.1, 0).build()),
-            false,
-        );
+        let none = render(&run(1.0).api("cuLaunchKernel", 10, 0.1, 0).build(), false);
         assert!(none.contains("The dumps have no GPU busy time"), "{none}");
+    }
+}
+
+/// Every figure of the text report is in the serialised `Report`: the text renderer only
+/// formats. Checked on every checked-in dump (tests/data).
+///
+/// A figure is a run of digits, with a decimal part if any, that stands as a word of its
+/// own: not part of a name (`cuMemcpyHtoD_v2`, `gen5`, `x16`, `H200`) and not a list's
+/// ordinal (`1.` at the start of a line). A figure with a unit (`22.9 s`, `3.0 MiB`,
+/// `12.3 GB/s`) is found when the report holds a number that the same formatter renders
+/// to that text; a bare figure when the report holds a number that renders to it as an
+/// integer, with 0, 1 or 2 decimals, as a percentage (times 100) or after the unit
+/// conversions the text makes (mW to W, B/s to GB/s). Numbers inside the report's strings
+/// (summaries, notes, command lines, names) count, split into figures the same way, and so
+/// does every list's length (counts such as "3 processes"), less the rows shown when the
+/// text cuts a list short ("... (12 more in --json)"). Fixed wording is not a figure:
+/// "2^64-1", "1 s or more".
+#[cfg(test)]
+mod numbers {
+    use super::{bytes, duration, rate};
+    use crate::report::Report;
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+
+    const UNITS: &[&str] = &[
+        " ns", " us", " ms", " s", " B", " KiB", " MiB", " GiB", " TiB", " GB/s",
+    ];
+    const PROSE: &[&str] = &["2^64-1", "18446744073709551615", "1 s or more"];
+
+    /// The figures of `text`, each with its unit if it has one.
+    fn figures(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let mut line = line.to_string();
+            for prose in PROSE {
+                line = line.replace(prose, " ");
+            }
+            let chars: Vec<char> = line.chars().collect();
+            let word = |c: char| c.is_alphanumeric() || c == '_';
+            let mut i = 0;
+            while i < chars.len() {
+                if !chars[i].is_ascii_digit()
+                    || (i > 0 && (word(chars[i - 1]) || chars[i - 1] == '.'))
+                {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i + 1 < chars.len() && chars[i] == '.' && chars[i + 1].is_ascii_digit() {
+                    i += 1;
+                    while i < chars.len() && chars[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                }
+                let number: String = chars[start..i].iter().collect();
+                let rest: String = chars[i..].iter().collect();
+                let ordinal =
+                    rest.starts_with(". ") && chars[..start].iter().all(|c| c.is_whitespace());
+                // A ratio: `1.00x`.
+                let after = rest.strip_prefix('x').unwrap_or(&rest);
+                if ordinal || after.chars().next().is_some_and(word) {
+                    while i < chars.len() && word(chars[i]) {
+                        i += 1;
+                    }
+                    continue;
+                }
+                let unit = UNITS.iter().find(|u| {
+                    after.starts_with(*u) && !after[u.len()..].chars().next().is_some_and(word)
+                });
+                out.push(match unit {
+                    Some(u) => format!("{number}{u}"),
+                    None => number,
+                });
+            }
+        }
+        out
+    }
+
+    /// How the report's numbers can read in the text.
+    fn renderings(key: &str, v: &Value, into: &mut BTreeSet<String>) {
+        match v {
+            Value::Number(n) => {
+                let f = n.as_f64().unwrap_or_default();
+                if let Some(u) = n.as_u64() {
+                    into.insert(u.to_string());
+                    into.insert(duration(u));
+                    into.insert(bytes(u));
+                    into.insert((u / 1000).to_string());
+                    if key.ends_with("_ms") {
+                        into.insert(format!("{u} ms"));
+                    }
+                }
+                for x in [f, f * 100.0, f / 1e3] {
+                    for digits in 0..=2 {
+                        into.insert(format!("{x:.digits$}"));
+                    }
+                }
+                into.insert(rate(f));
+            }
+            Value::String(s) => into.extend(figures(s)),
+            Value::Array(a) => {
+                for n in [
+                    a.len(),
+                    a.len().saturating_sub(8),
+                    a.len().saturating_sub(16),
+                ] {
+                    into.insert(n.to_string());
+                }
+                for x in a {
+                    renderings(key, x, into);
+                }
+            }
+            Value::Object(o) => {
+                for (k, x) in o {
+                    renderings(k, x, into);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn figures_are_words_of_their_own_with_their_units() {
+        assert_eq!(
+            figures("report: 3 processes, wall 22.9 s, 15.4% cuMemcpy_v2 gen5 x16 1.00x (rank 1)\n  1. top 3.0 MiB at 12.5 GB/s 2^64-1"),
+            ["3", "22.9 s", "15.4", "1.00", "1", "3.0 MiB", "12.5 GB/s"]
+        );
+    }
+
+    #[test]
+    fn every_figure_of_the_text_report_is_in_the_json_report() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let mut fixtures: Vec<_> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("h200-")
+            })
+            .collect();
+        fixtures.sort();
+        assert!(fixtures.len() >= 6, "{fixtures:?}");
+        for fixture in fixtures {
+            let analysed = crate::analyse::load(std::slice::from_ref(&fixture)).unwrap();
+            let report = Report::new(&analysed);
+            let text = super::render(&report, true);
+            let mut known = BTreeSet::new();
+            renderings("", &serde_json::to_value(&report).unwrap(), &mut known);
+            let all = figures(&text);
+            assert!(all.len() > 100, "{}: {all:?}", fixture.display());
+            let missing: Vec<String> = all.into_iter().filter(|f| !known.contains(f)).collect();
+            assert!(
+                missing.is_empty(),
+                "{}: figures of the text report not in the JSON report: {missing:?}\n{text}",
+                fixture.display()
+            );
+        }
     }
 }

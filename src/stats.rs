@@ -143,6 +143,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_normal_tail_is_two_sided() {
+        assert_eq!(normal_tail(0.0), 1.0);
+        assert!((normal_tail(1.959_963_985) - 0.05).abs() < 1e-9);
+        assert!((normal_tail(-2.575_829_304) - 0.01).abs() < 1e-9);
+        assert!(normal_tail(40.0) < 1e-300);
+    }
+
+    #[test]
     fn identical_histograms_are_not_different() {
         let a = [0, 10, 50, 10, 0];
         let t = histograms(&a, &a);

@@ -5,6 +5,16 @@ use crate::profile::Profile;
 /// Other processes use the same GPU.
 pub struct GpuShared;
 
+/// How many other processes used the device: the most NVML listed when gpuspy started or
+/// saw in any telemetry sample. This rule's test, also the device warning beside each
+/// device in the report (`analyse::device_warnings`).
+pub fn others_seen(
+    f: &gpuspy_format::gpu::DeviceFacts,
+    t: Option<&gpuspy_format::gpu::Telemetry>,
+) -> u32 {
+    (f.other_processes.len() as u32).max(t.map_or(0, |t| t.other_processes_max))
+}
+
 impl Rule for GpuShared {
     fn id(&self) -> &'static str {
         "gpu-shared"
@@ -30,7 +40,7 @@ cooperating processes."
                 continue;
             };
             any = true;
-            let seen = (f.other_processes.len() as u32).max(t.map_or(0, |t| t.other_processes_max));
+            let seen = others_seen(f, t);
             if seen == 0 {
                 continue;
             }

@@ -5,6 +5,30 @@ use crate::profile::Profile;
 /// The PCIe link trained below its maximum.
 pub struct PcieLinkDegraded;
 
+/// A link's generation and width, now and at most, where one is below its maximum.
+pub struct Below {
+    pub gen: u32,
+    pub gen_max: u32,
+    pub width: u32,
+    pub width_max: u32,
+}
+
+/// Whether `l` runs below its maximum generation or width: this rule's test, also the
+/// device warning beside each device in the report (`analyse::device_warnings`).
+pub fn below_max(l: &gpuspy_format::gpu::PcieLink) -> Option<Below> {
+    let (Some(gen), Some(gen_max), Some(width), Some(width_max)) =
+        (l.gen_current, l.gen_max, l.width_current, l.width_max)
+    else {
+        return None;
+    };
+    (gen < gen_max || width < width_max).then_some(Below {
+        gen,
+        gen_max,
+        width,
+        width_max,
+    })
+}
+
 impl Rule for PcieLinkDegraded {
     fn id(&self) -> &'static str {
         "pcie-link-degraded"
@@ -33,14 +57,15 @@ risers, and make sure the link is not held in a power-saving state."
         }
         for (d, f) in facts {
             let l = &f.pcie;
-            let (Some(gen), Some(gen_max), Some(width), Some(width_max)) =
-                (l.gen_current, l.gen_max, l.width_current, l.width_max)
+            let Some(Below {
+                gen,
+                gen_max,
+                width,
+                width_max,
+            }) = below_max(l)
             else {
                 continue;
             };
-            if gen >= gen_max && width >= width_max {
-                continue;
-            }
             let full = gpuspy_format::gpu::PcieLink {
                 gen_current: Some(gen_max),
                 width_current: Some(width_max),

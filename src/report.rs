@@ -1,0 +1,562 @@
+//! The report, the third stage of the pipeline (docs/design.md): one typed value holding
+//! everything any view shows, built once from the analysed profile. `report --json` is this
+//! value serialised (schema: docs/report-json.md); the text report formats the same value.
+//! A renderer reads only this type: a figure it needs and cannot find here belongs here,
+//! computed in `Report::new`, not in the renderer.
+
+use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, Imbalance};
+use crate::collectives::{collectives, link_peak};
+use crate::diagnose::{Finding, LayerStatus};
+use crate::profile::{Api, Latency, ProcessInfo};
+use gpuspy_format::gpu::{Device, Gpu};
+use gpuspy_format::{Direction, Ending, HostKind, SyncCause};
+use serde::{Serialize, Serializer};
+use serde_json::{json, Value};
+
+/// The version of the report's JSON schema. Raised when a key changes meaning or goes
+/// away; new keys do not raise it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+pub struct Report<'a> {
+    pub schema_version: u32,
+    pub processes: Vec<ProcessRow>,
+    pub gpu: Vec<GpuRow<'a>>,
+    /// The job's span: earliest start to latest dump.
+    pub wall_ns: u64,
+    pub process_wall_ns: u64,
+    pub driver_ns: u64,
+    /// `driver_ns` over `process_wall_ns`; None when the latter is 0.
+    pub driver_share: Option<f64>,
+    /// Threads summed over the processes.
+    pub threads: u32,
+    pub saturated: bool,
+    /// Calls forwarded without being recorded, summed over the processes.
+    pub unrecorded_calls: u64,
+    /// Dumps from a periodic flush (process killed or still running).
+    pub incomplete_processes: usize,
+    pub syncs: Vec<SyncRow>,
+    pub copies: Vec<CopyRow>,
+    pub nccl: Nccl,
+    pub rank_imbalance: Vec<Imbalance>,
+    pub rank_verdicts: RankVerdicts,
+    pub active_ns: u64,
+    pub steady_ns: u64,
+    pub verdict: Option<&'static str>,
+    /// No warning and the GPU busy (analyse::GPU_BOUND_IDLE).
+    pub gpu_bound: bool,
+    pub gpu_busy_share: Option<f64>,
+    pub findings: Vec<Finding>,
+    pub layers: Vec<LayerStatus>,
+    /// Largest `total_ns` first.
+    pub apis: Apis<'a>,
+    pub unwrapped_symbols: &'a [String],
+}
+
+/// The per-API rows, made as they are written or read (`rows`) rather than held: a hostile
+/// dump can hold as many APIs as it likes, and a row costs several times its record.
+pub struct Apis<'a> {
+    by_total_time: Vec<(&'a String, &'a Api)>,
+    driver_ns: u64,
+    process_wall_ns: u64,
+}
+
+impl<'a> Apis<'a> {
+    pub fn is_empty(&self) -> bool {
+        self.by_total_time.is_empty()
+    }
+
+    pub fn rows(&self) -> impl Iterator<Item = ApiRow<'a>> + '_ {
+        self.by_total_time.iter().map(|&(name, api)| ApiRow {
+            api: name,
+            latency: LatencyRow::of(&api.latency),
+            errors: api.errors(),
+            nested: api.nested,
+            bytes: api.bytes,
+            results: api
+                .results
+                .iter()
+                .map(|(&code, &count)| ResultRow { code, count })
+                .collect(),
+            symbols: api
+                .symbols
+                .iter()
+                .map(|(symbol, count)| SymbolRow {
+                    symbol,
+                    count: *count,
+                })
+                .collect(),
+            driver_share: share(api.latency.total_ns, self.driver_ns),
+            wall_share: share(api.latency.total_ns, self.process_wall_ns),
+        })
+    }
+}
+
+impl Serialize for Apis<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.rows())
+    }
+}
+
+#[derive(Serialize)]
+pub struct ProcessRow {
+    pub path: std::path::PathBuf,
+    pub pid: u32,
+    pub host: String,
+    pub exe: String,
+    pub cmdline: Vec<String>,
+    pub wall_ns: u64,
+    pub driver_ns: u64,
+    pub calls: u64,
+    pub threads: u32,
+    pub complete: bool,
+    pub ended_by: Option<Ending>,
+    pub images: u32,
+    pub rank: Option<u32>,
+    pub steady_ns: u64,
+    pub blocked_ns: u64,
+    pub wait_share: f64,
+    pub nccl_kernel_ns: Option<u64>,
+    /// `nccl_kernel_ns` over `steady_ns`, rounded to 0.1 %.
+    pub nccl_share: Option<f64>,
+    pub launches: u64,
+    pub unrecorded_calls: u64,
+    pub verdict: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+pub struct LatencyRow {
+    pub count: u64,
+    pub total_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LatencyRow {
+    fn of(l: &Latency) -> LatencyRow {
+        LatencyRow {
+            count: l.calls,
+            total_ns: l.total_ns,
+            p50_ns: l.quantile(0.50),
+            p90_ns: l.quantile(0.90),
+            p99_ns: l.quantile(0.99),
+            max_ns: l.max_ns,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct ApiRow<'a> {
+    pub api: &'a str,
+    #[serde(flatten)]
+    pub latency: LatencyRow,
+    pub errors: u64,
+    pub nested: u64,
+    pub bytes: u64,
+    pub results: Vec<ResultRow>,
+    pub symbols: Vec<SymbolRow<'a>>,
+    /// `total_ns` over the job's time inside the driver, and over `process_wall_ns`.
+    pub driver_share: Option<f64>,
+    pub wall_share: Option<f64>,
+}
+
+#[derive(Serialize)]
+pub struct ResultRow {
+    pub code: u32,
+    pub count: u64,
+}
+
+#[derive(Serialize)]
+pub struct SymbolRow<'a> {
+    pub symbol: &'a str,
+    pub count: u64,
+}
+
+#[derive(Serialize)]
+pub struct SyncRow {
+    pub cause: SyncCause,
+    #[serde(flatten)]
+    pub latency: LatencyRow,
+    /// `total_ns` over `process_wall_ns`.
+    pub wall_share: Option<f64>,
+}
+
+#[derive(Serialize)]
+pub struct CopyRow {
+    pub direction: Direction,
+    pub host: HostKind,
+    pub count: u64,
+    pub bytes: u64,
+}
+
+#[derive(Serialize)]
+pub struct Nccl {
+    pub ops: Vec<NcclOpRow>,
+    pub collectives: Vec<CollectiveRow>,
+    pub link_peak: Option<LinkPeak>,
+    pub communicators: Vec<CommunicatorRow>,
+}
+
+#[derive(Serialize)]
+pub struct NcclOpRow {
+    pub op: String,
+    pub datatype: String,
+    pub calls: u64,
+    pub bytes: u64,
+}
+
+#[derive(Serialize)]
+pub struct CollectiveRow {
+    pub op: String,
+    pub kernels: u64,
+    pub kernel_ns: u64,
+    pub least_rank_kernel_ns: u64,
+    pub bytes: u64,
+    pub ranks: u32,
+    pub algbw_bytes_per_s: Option<f64>,
+    pub busbw_bytes_per_s: Option<f64>,
+    /// `busbw_bytes_per_s` over the link peak.
+    pub busbw_peak_share: Option<f64>,
+    pub saturated: bool,
+}
+
+#[derive(Serialize)]
+pub struct LinkPeak {
+    pub link: &'static str,
+    pub bytes_per_s: f64,
+}
+
+#[derive(Serialize)]
+pub struct CommunicatorRow {
+    pub key: String,
+    pub operations: u64,
+    pub bytes: u64,
+    pub members_seen: usize,
+    pub disagreement: Option<Disagreement>,
+}
+
+#[derive(Serialize)]
+pub struct Disagreement {
+    pub common_operations: u64,
+    pub members: Vec<MemberOps>,
+}
+
+#[derive(Serialize)]
+pub struct MemberOps {
+    pub member: String,
+    pub operations: u64,
+}
+
+#[derive(Serialize)]
+pub struct RankVerdicts {
+    pub common: Option<&'static str>,
+    pub differ: Vec<RankVerdict>,
+}
+
+#[derive(Serialize)]
+pub struct RankVerdict {
+    pub rank: u32,
+    pub verdict: Option<&'static str>,
+}
+
+/// One process's GPU-side data: its dump's `gpu` object with `pid` and `rank` added, and
+/// the figures drawn from each device (`DeviceFigures`) added to that device. Serialised
+/// as one object, so the dump's keys keep their place (docs/report-json.md).
+pub struct GpuRow<'a> {
+    pub pid: u32,
+    pub rank: Option<u32>,
+    pub gpu: &'a Gpu,
+    /// One per `gpu.devices`, in order.
+    pub devices: Vec<DeviceFigures>,
+}
+
+/// What the report draws from one device's data.
+#[derive(Serialize)]
+pub struct DeviceFigures {
+    /// `analyse::device_warnings`.
+    pub warnings: Vec<String>,
+    /// The CUDA driver version as `major.minor`.
+    pub cuda_version: Option<String>,
+    /// Merged into the device's `activity`.
+    #[serde(skip)]
+    pub activity: Option<ActivityFigures>,
+}
+
+#[derive(Serialize)]
+pub struct ActivityFigures {
+    pub busy_share: Option<f64>,
+    /// The activity span less pauses of 1 s or more.
+    pub working_span_ns: u64,
+    pub pauses: u64,
+    pub pause_ns: u64,
+    pub gaps: Option<Gaps>,
+    /// Per `copies` entry, merged into it.
+    #[serde(skip)]
+    pub copies: Vec<CopyFigures>,
+    /// Per `top_kernels` entry, its share of `kernel_ns`, merged into it as `share`.
+    #[serde(skip)]
+    pub top_kernel_shares: Vec<Option<f64>>,
+}
+
+/// The idle gaps between kernels: how many, two quantiles and the upper bound of the
+/// longest's bucket.
+#[derive(Serialize)]
+pub struct Gaps {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub longest_below_ns: u64,
+}
+
+#[derive(Serialize)]
+pub struct CopyFigures {
+    pub bytes_per_s: Option<f64>,
+    /// The rate over the PCIe link's peak, for host-device copies of 1 MiB or more on
+    /// average (smaller ones are bound by latency).
+    pub pcie_peak_share: Option<f64>,
+}
+
+impl Serialize for GpuRow<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut v = serde_json::to_value(self.gpu).map_err(serde::ser::Error::custom)?;
+        v["pid"] = json!(self.pid);
+        v["rank"] = json!(self.rank);
+        let merge = |into: &mut Value, from: Value| {
+            if let (Some(into), Value::Object(from)) = (into.as_object_mut(), from) {
+                into.extend(from);
+            }
+        };
+        if let Some(devices) = v["devices"].as_array_mut() {
+            for (dv, figures) in devices.iter_mut().zip(&self.devices) {
+                merge(dv, json!(figures));
+                let Some(a) = &figures.activity else { continue };
+                merge(&mut dv["activity"], json!(a));
+                if let Some(copies) = dv["activity"]["copies"].as_array_mut() {
+                    for (cv, c) in copies.iter_mut().zip(&a.copies) {
+                        merge(cv, json!(c));
+                    }
+                }
+                if let Some(kernels) = dv["activity"]["top_kernels"].as_array_mut() {
+                    for (kv, share) in kernels.iter_mut().zip(&a.top_kernel_shares) {
+                        kv["share"] = json!(share);
+                    }
+                }
+            }
+        }
+        v.serialize(s)
+    }
+}
+
+/// `part` over `whole`, None when `whole` is 0.
+fn share(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+impl<'a> Report<'a> {
+    pub fn new(a: &'a Analysed) -> Report<'a> {
+        let p = &a.profile;
+        let d = &a.job.diagnosis;
+        let wall = p.process_wall_ns();
+        let driver = p.driver_ns();
+        let (common, differ) = rank_verdicts(&a.processes);
+        let peak = link_peak(p);
+        Report {
+            schema_version: SCHEMA_VERSION,
+            processes: p
+                .processes
+                .iter()
+                .map(|pr| process_row(pr, a.process_verdict(pr).and_then(|v| v.verdict)))
+                .collect(),
+            gpu: p
+                .processes
+                .iter()
+                .filter_map(|pr| {
+                    let g = pr.gpu.as_deref()?;
+                    Some(GpuRow {
+                        pid: pr.pid,
+                        rank: pr.rank,
+                        gpu: g,
+                        devices: g.devices.iter().map(device_figures).collect(),
+                    })
+                })
+                .collect(),
+            wall_ns: p.span_ns(),
+            process_wall_ns: wall,
+            driver_ns: driver,
+            driver_share: share(driver, wall),
+            threads: p
+                .processes
+                .iter()
+                .fold(0u32, |n, pr| n.saturating_add(pr.threads)),
+            saturated: p.saturated,
+            unrecorded_calls: p.unrecorded_calls(),
+            incomplete_processes: p.processes.iter().filter(|pr| !pr.complete).count(),
+            syncs: p
+                .syncs
+                .iter()
+                .map(|(&cause, l)| SyncRow {
+                    cause,
+                    latency: LatencyRow::of(l),
+                    wall_share: share(l.total_ns, wall),
+                })
+                .collect(),
+            copies: p
+                .copies
+                .iter()
+                .map(|(&(direction, host), &(count, bytes))| CopyRow {
+                    direction,
+                    host,
+                    count,
+                    bytes,
+                })
+                .collect(),
+            nccl: Nccl {
+                ops: p
+                    .nccl_ops
+                    .iter()
+                    .map(|((op, datatype), &(calls, bytes))| NcclOpRow {
+                        op: op.clone(),
+                        datatype: datatype.clone(),
+                        calls,
+                        bytes,
+                    })
+                    .collect(),
+                collectives: collectives(p)
+                    .into_iter()
+                    .map(|c| CollectiveRow {
+                        busbw_peak_share: c.busbw.zip(peak).map(|(bus, (bps, _))| bus / bps),
+                        op: c.op,
+                        kernels: c.kernels,
+                        kernel_ns: c.kernel_ns,
+                        least_rank_kernel_ns: c.least_rank_kernel_ns,
+                        bytes: c.bytes,
+                        ranks: c.ranks,
+                        algbw_bytes_per_s: c.algbw,
+                        busbw_bytes_per_s: c.busbw,
+                        saturated: c.saturated,
+                    })
+                    .collect(),
+                link_peak: peak.map(|(bytes_per_s, link)| LinkPeak { link, bytes_per_s }),
+                communicators: p
+                    .communicators
+                    .iter()
+                    .map(|(key, c)| CommunicatorRow {
+                        key: key.clone(),
+                        operations: c.operations(),
+                        bytes: c.bytes,
+                        members_seen: c.members.len(),
+                        disagreement: c.disagreement().map(|(common, odd)| Disagreement {
+                            common_operations: common,
+                            members: odd
+                                .into_iter()
+                                .map(|(member, operations)| MemberOps { member, operations })
+                                .collect(),
+                        }),
+                    })
+                    .collect(),
+            },
+            rank_imbalance: rank_imbalance(p),
+            rank_verdicts: RankVerdicts {
+                common,
+                differ: differ
+                    .into_iter()
+                    .map(|(rank, verdict)| RankVerdict { rank, verdict })
+                    .collect(),
+            },
+            active_ns: p.active_ns(),
+            steady_ns: p.steady_ns(),
+            verdict: d.verdict().map(|f| f.id),
+            gpu_bound: a.job.gpu_bound,
+            gpu_busy_share: a.job.gpu_busy_share,
+            findings: d.findings.clone(),
+            layers: d.layers.clone(),
+            apis: Apis {
+                by_total_time: p.by_total_time(),
+                driver_ns: driver,
+                process_wall_ns: wall,
+            },
+            unwrapped_symbols: &p.unwrapped,
+        }
+    }
+}
+
+fn process_row(pr: &ProcessInfo, verdict: Option<&'static str>) -> ProcessRow {
+    let nccl_kernel_ns = pr.nccl_kernel_ns();
+    ProcessRow {
+        path: pr.path.clone(),
+        pid: pr.pid,
+        host: pr.host.clone(),
+        exe: pr.exe.clone(),
+        cmdline: pr.cmdline.clone(),
+        wall_ns: pr.wall_ns,
+        driver_ns: pr.driver_ns,
+        calls: pr.calls,
+        threads: pr.threads,
+        complete: pr.complete,
+        ended_by: pr.ended_by,
+        images: pr.images,
+        rank: pr.rank,
+        steady_ns: pr.steady_ns,
+        blocked_ns: pr.blocked_ns,
+        wait_share: pr.wait_share(),
+        nccl_kernel_ns,
+        nccl_share: nccl_kernel_ns.map(|ns| crate::diagnose::share(ns, pr.steady_ns)),
+        launches: pr.launches,
+        unrecorded_calls: pr.unrecorded_calls,
+        verdict,
+    }
+}
+
+fn device_figures(dev: &Device) -> DeviceFigures {
+    let cuda = dev.facts.as_ref().and_then(|f| f.cuda_driver_version);
+    let pcie_peak = dev.facts.as_ref().and_then(|f| f.pcie.peak_bytes_per_s());
+    DeviceFigures {
+        warnings: crate::analyse::device_warnings(dev),
+        cuda_version: cuda.map(|v| format!("{}.{}", v / 1000, v % 1000 / 10)),
+        activity: dev.activity.as_ref().map(|a| {
+            let (pauses, pause_ns) = a.pauses();
+            let h = &a.gap_hist;
+            let gaps = (h.count() > 0).then(|| {
+                let max = h.0.last().map_or(0, |&(i, _)| {
+                    gpuspy_format::hist::bucket_bounds(i as usize).1
+                });
+                Gaps {
+                    count: h.count(),
+                    p50_ns: h.quantile(0.5, max),
+                    p99_ns: h.quantile(0.99, max),
+                    longest_below_ns: max,
+                }
+            });
+            ActivityFigures {
+                busy_share: a.busy_share(),
+                working_span_ns: a.working_span_ns(),
+                pauses,
+                pause_ns,
+                gaps,
+                copies: a
+                    .copies
+                    .iter()
+                    .map(|c| {
+                        let large = c.bytes >= c.count.saturating_mul(1 << 20);
+                        let host = matches!(c.kind.as_str(), "HtoD" | "DtoH");
+                        CopyFigures {
+                            bytes_per_s: c.bytes_per_s(),
+                            pcie_peak_share: c
+                                .bytes_per_s()
+                                .zip(pcie_peak)
+                                .filter(|_| large && host)
+                                .map(|(r, peak)| r / peak),
+                        }
+                    })
+                    .collect(),
+                top_kernel_shares: a
+                    .top_kernels
+                    .iter()
+                    .map(|k| share(k.total_ns, a.kernel_ns))
+                    .collect(),
+            }
+        }),
+    }
+}
