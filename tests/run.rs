@@ -28,6 +28,18 @@ fn spawn_run(dir: &Path, args: &[&str]) -> Child {
 
 fn run_command(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(gpuspy());
+    // gpuspy keeps signals that were ignored when it started ignored (nohup), as it should:
+    // a suite started as a background job passes SIGINT on ignored, so start gpuspy with
+    // the dispositions of a terminal.
+    // SAFETY: signal is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     cmd.arg("run")
         .args(args)
         .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
