@@ -71,7 +71,7 @@ const NAMES: [&CStr; 3] = [c"execve", c"execvpe", c"fexecve"];
 #[cfg_attr(test, allow(dead_code))]
 pub fn resolve_real_functions() {
     for (slot, name) in REAL.iter().zip(NAMES) {
-        slot.store(crate::doors::lookup(libc::RTLD_NEXT, name), Release);
+        slot.store(crate::resolve::lookup(libc::RTLD_NEXT, name), Release);
     }
 }
 
@@ -80,7 +80,7 @@ unsafe fn next<F: Copy>(index: usize) -> Option<F> {
     let mut f = REAL[index].load(Acquire);
     if f.is_null() {
         // Not resolved at load (the shim's own tests): look it up now.
-        f = crate::doors::lookup(libc::RTLD_NEXT, NAMES[index]);
+        f = crate::resolve::lookup(libc::RTLD_NEXT, NAMES[index]);
     }
     // SAFETY: the caller names F as the C signature of that function.
     (!f.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) })

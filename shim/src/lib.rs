@@ -37,6 +37,7 @@ mod launch;
 mod lifecycle;
 mod nccl;
 mod record;
+mod resolve;
 mod signals;
 mod tls;
 mod unwrapped;

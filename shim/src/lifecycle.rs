@@ -382,7 +382,7 @@ type ExitFn = unsafe extern "C" fn(libc::c_int) -> !;
 fn exit_via(name: &std::ffi::CStr, status: libc::c_int) -> ! {
     crate::gpu::finish();
     write(Dump::Final(None));
-    let real = crate::doors::lookup(libc::RTLD_NEXT, name);
+    let real = crate::resolve::lookup(libc::RTLD_NEXT, name);
     if !real.is_null() {
         // SAFETY: the next definition of _exit/_Exit, same signature.
         unsafe { std::mem::transmute::<*mut libc::c_void, ExitFn>(real)(status) }

@@ -18,7 +18,7 @@
 //! torch.profiler on the H200 (bench/results/gpu-2026-11-29-truth-1).
 
 use super::activity::{Aggregator, Record};
-use crate::doors::lookup;
+use crate::resolve::lookup;
 use std::ffi::{c_char, c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};

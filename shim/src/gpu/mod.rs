@@ -17,7 +17,7 @@ pub mod activity;
 pub mod cupti;
 mod nvml;
 
-use crate::{clock, doors};
+use crate::{clock, resolve};
 use gpuspy_format::gpu::{Device, DeviceFacts, Gpu, SourceStatus};
 use nvml::{Nvml, TelemetryAgg};
 use std::collections::BTreeMap;
@@ -262,9 +262,9 @@ fn driver_identity(ordinal: u32) -> (Option<String>, Option<u32>) {
     type Attribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> u32;
     const MULTIPROCESSOR_COUNT: c_int = 16;
     let (Some(get), Some(bus), Some(attr)) = (
-        doors::driver_symbol(c"cuDeviceGet"),
-        doors::driver_symbol(c"cuDeviceGetPCIBusId"),
-        doors::driver_symbol(c"cuDeviceGetAttribute"),
+        resolve::driver_symbol(c"cuDeviceGet"),
+        resolve::driver_symbol(c"cuDeviceGetPCIBusId"),
+        resolve::driver_symbol(c"cuDeviceGetAttribute"),
     ) else {
         return (None, None);
     };
@@ -290,7 +290,7 @@ fn driver_identity(ordinal: u32) -> (Option<String>, Option<u32>) {
 }
 
 fn cuda_driver_version() -> Option<u32> {
-    let f = doors::driver_symbol(c"cuDriverGetVersion")?;
+    let f = resolve::driver_symbol(c"cuDriverGetVersion")?;
     let mut v: c_int = 0;
     // SAFETY: cuDriverGetVersion(int*).
     let r = unsafe {

@@ -6,7 +6,7 @@
 //! and CUDA number them differently. Calls that a GPU or driver does not support leave
 //! their field empty.
 
-use crate::doors::lookup;
+use crate::resolve::lookup;
 use gpuspy_format::gpu::{
     ClockEvent, DeviceFacts, Gauge, GpuProcess, NvLink, PcieLink, Telemetry, TelemetrySeries,
     SERIES_POINTS,
