@@ -26,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod clock;
+mod config;
 mod doors;
 mod dump;
 mod effect;

@@ -212,9 +212,8 @@ fn find_library() -> Result<(*mut c_void, String), String> {
         }
     }
     let mut dirs = Vec::new();
-    if let Some(path) = std::env::var_os("GPUSPY_CUPTI_PATH").filter(|p| !p.is_empty()) {
-        let path = std::path::PathBuf::from(path);
-        return open_path(&path).ok_or(format!(
+    if let Some(path) = &crate::config::load().cupti_path {
+        return open_path(path).ok_or(format!(
             "GPUSPY_CUPTI_PATH={} could not be loaded",
             path.display()
         ));

@@ -156,15 +156,12 @@ struct Settings {
 }
 
 fn settings() -> Settings {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let ms = var("GPUSPY_NVML_MS")
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(100);
+    let config = crate::config::load();
     Settings {
         // With NVML off the thread still drains CUPTI every 100 ms.
-        interval: Duration::from_millis(if ms == 0 { 100 } else { ms.max(10) }),
-        nvml: ms != 0,
-        cupti: var("GPUSPY_CUPTI").is_none_or(|v| v != "0"),
+        interval: config.nvml_every.unwrap_or(Duration::from_millis(100)),
+        nvml: config.nvml_every.is_some(),
+        cupti: config.cupti,
     }
 }
 
