@@ -16,15 +16,17 @@
 pub mod activity;
 pub mod cupti;
 mod nvml;
+mod telemetry;
 
 use crate::{clock, resolve};
 use gpuspy_format::gpu::{Device, DeviceFacts, Gpu, SourceStatus};
-use nvml::{Nvml, TelemetryAgg};
+use nvml::Nvml;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Mutex;
 use std::time::Duration;
+use telemetry::TelemetryAgg;
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// The process that started collection: a vfork child shares our memory but must not
