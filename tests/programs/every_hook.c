@@ -2,7 +2,8 @@
  * dladdr (the wrapper's own symbol name when it is gpuspy's, "-" when nothing or a pointer
  * outside gpuspy). Arguments: "cu:NAME:BASE" for a driver hook (BASE: the name the CUDA
  * runtime asks cuGetProcAddress for) and "nccl:NAME" for an NCCL hook. One line per
- * argument: NAME EXPORTED DLSYM RESOLVER ("-" for NCCL, which has no resolver). */
+ * argument: NAME EXPORTED DLSYM RESOLVER, where for NCCL, which has no resolver, the last
+ * column is instead "pNAME" when the library has the `pncclX` alias the wrapper calls. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -38,6 +39,9 @@ int main(int argc, char **argv) {
         printf(" %s", wrapper_name(dlsym(is_nccl ? nccl : cuda, name)));
         /* Door 3: every version the runtime may ask for, legacy and per-thread streams. */
         const char *found = "-";
+        char alias[260];
+        snprintf(alias, sizeof alias, "p%s", name);
+        if (is_nccl && dlsym(nccl, alias)) found = alias;
         for (int version = 2000; base && version <= 13000 && found[0] == '-'; version += 10) {
             for (unsigned long long flags = 0; flags <= 2; flags += 2) {
                 void *p = NULL;
