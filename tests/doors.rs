@@ -94,3 +94,89 @@ fn eight_threads_each_counted_exactly() {
     assert_eq!(count(&r, "cuStreamSynchronize"), 80);
     assert_eq!(r["processes"][0]["threads"], 8);
 }
+
+/// The hook list, read from its source: (name, is NCCL) per line of `hooks!`.
+fn hook_list() -> Vec<(String, bool)> {
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shim/src/hooks.rs"),
+    )
+    .unwrap();
+    let list = &source[source.find("\nhooks! {").expect("the hooks! invocation")..];
+    list.lines()
+        .filter_map(|line| {
+            let line = line.strip_prefix("    ")?;
+            let end = line.find(['(', ' '])?;
+            let name = &line[..end];
+            let hooked = (name.starts_with("cu") || name.starts_with("nccl"))
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            hooked.then(|| (name.to_string(), name.starts_with("nccl")))
+        })
+        .collect()
+}
+
+/// The name the CUDA runtime asks `cuGetProcAddress` for: no `_ptsz`/`_ptds`, no `_vN`.
+fn resolver_name(export: &str) -> &str {
+    let name = export
+        .strip_suffix("_ptsz")
+        .or_else(|| export.strip_suffix("_ptds"))
+        .unwrap_or(export);
+    match name.rsplit_once("_v") {
+        Some((head, v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => name,
+    }
+}
+
+/// Every hook of the list, in the fake driver and NCCL, reaches its own wrapper through
+/// every door: the exported symbol, `dlsym` on the library's handle, and (driver hooks)
+/// `cuGetProcAddress_v2` at some version and flag; the fake NCCL has the `pncclX` alias
+/// each NCCL wrapper forwards to. This is also what keeps the fakes' exports and the fake
+/// driver's version table in step with the list.
+#[test]
+fn every_hook_resolves_through_every_door() {
+    // tools/fakecuda leaves these out on purpose, to stand for a partial driver.
+    const FAKE_LACKS: [&str; 10] = [
+        "cuCtxSynchronize_v2",
+        "cuLaunchCooperativeKernelMultiDevice",
+        "cuMemcpyBatchAsync",
+        "cuMemcpyBatchAsync_ptsz",
+        "cuMemcpyBatchAsync_v2",
+        "cuMemcpyBatchAsync_v2_ptsz",
+        "cuMemcpy3DBatchAsync",
+        "cuMemcpy3DBatchAsync_ptsz",
+        "cuMemcpy3DBatchAsync_v2",
+        "cuMemcpy3DBatchAsync_v2_ptsz",
+    ];
+    let hooks = hook_list();
+    assert!(hooks.len() > 200, "{} hooks read", hooks.len());
+    assert_eq!(hooks.iter().filter(|(_, nccl)| *nccl).count(), 14);
+    for missing in FAKE_LACKS {
+        assert!(hooks.iter().any(|(n, _)| n == missing), "{missing}");
+    }
+    let args: Vec<String> = hooks
+        .iter()
+        .map(|(name, nccl)| match nccl {
+            true => format!("nccl:{name}"),
+            false => format!("cu:{name}:{}", resolver_name(name)),
+        })
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = run("every_hook", &args, &[]);
+    let stdout = run.stdout();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), hooks.len(), "{stdout}");
+    let mut wrong = Vec::new();
+    for ((name, nccl), line) in hooks.iter().zip(&lines) {
+        let lacked = FAKE_LACKS.contains(&name.as_str());
+        let alias = format!("p{name}");
+        let (library, resolver) = match (nccl, lacked) {
+            (true, _) => (name.as_str(), alias.as_str()),
+            (false, true) => ("-", "-"),
+            (false, false) => (name.as_str(), name.as_str()),
+        };
+        let expected = format!("{name} {name} {library} {resolver}");
+        if *line != expected {
+            wrong.push(format!("expected {expected:?}, got {line:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

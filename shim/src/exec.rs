@@ -13,9 +13,9 @@
 #![allow(clippy::missing_safety_doc)]
 
 use crate::lifecycle;
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use crate::resolve::NextFns;
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicPtr, Ordering::*};
 
 type Argv = *const *const c_char;
 
@@ -62,29 +62,9 @@ fn prepare(envp: Argv) -> Option<NextEnv> {
     })
 }
 
-/// libc's `execve`, `execvpe` and `fexecve`, looked up at load time: `dlsym` is not safe
-/// to call in a forked child of a multi-threaded program, where `exec` often comes.
-static REAL: [AtomicPtr<c_void>; 3] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 3];
-const NAMES: [&CStr; 3] = [c"execve", c"execvpe", c"fexecve"];
-
-/// At load, single-threaded.
-#[cfg_attr(test, allow(dead_code))]
-pub fn resolve_real_functions() {
-    for (slot, name) in REAL.iter().zip(NAMES) {
-        slot.store(crate::doors::lookup(libc::RTLD_NEXT, name), Release);
-    }
-}
-
-/// libc's function number `index` of `NAMES`, as type `F`.
-unsafe fn next<F: Copy>(index: usize) -> Option<F> {
-    let mut f = REAL[index].load(Acquire);
-    if f.is_null() {
-        // Not resolved at load (the shim's own tests): look it up now.
-        f = crate::doors::lookup(libc::RTLD_NEXT, NAMES[index]);
-    }
-    // SAFETY: the caller names F as the C signature of that function.
-    (!f.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) })
-}
+/// libc's `execve`, `execvpe` and `fexecve`: `exec` often comes in a forked child of a
+/// multi-threaded program, where `dlsym` is not safe.
+pub static NEXT: NextFns<3> = NextFns::new([c"execve", c"execvpe", c"fexecve"]);
 
 fn enosys() -> c_int {
     // SAFETY: this thread's errno.
@@ -99,7 +79,7 @@ type FexecveFn = unsafe extern "C" fn(c_int, Argv, Argv) -> c_int;
 #[no_mangle]
 pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
     // SAFETY: libc's execve.
-    let Some(real) = (unsafe { next::<ExecveFn>(0) }) else {
+    let Some(real) = (unsafe { NEXT.get::<ExecveFn>(0) }) else {
         return enosys();
     };
     let env = prepare(envp);
@@ -122,7 +102,7 @@ pub unsafe extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
     // SAFETY: libc's execvpe.
-    let Some(real) = (unsafe { next::<ExecvpeFn>(1) }) else {
+    let Some(real) = (unsafe { NEXT.get::<ExecvpeFn>(1) }) else {
         return enosys();
     };
     let env = prepare(envp);
@@ -145,7 +125,7 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: Argv) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
     // SAFETY: libc's fexecve.
-    let Some(real) = (unsafe { next::<FexecveFn>(2) }) else {
+    let Some(real) = (unsafe { NEXT.get::<FexecveFn>(2) }) else {
         return enosys();
     };
     let env = prepare(envp);

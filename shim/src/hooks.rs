@@ -1,16 +1,28 @@
-//! The hook list: one line per exported driver symbol that gpuspy wraps, every variant
-//! spelled as libcuda exports it (`_v2`, `_ptsz`, `_ptds`), so the names grep against
-//! `cuda.h`. `hooks!` expands the list into the `Hook` id enum, the name table and one
-//! exported `extern "C"` wrapper per line. The part after `=>` says what the call means
-//! for the recorder (see `effect.rs`); it may read the call's arguments by name.
+//! The hook list: one line per exported driver or NCCL symbol that gpuspy wraps, every
+//! variant spelled as the library exports it (`_v2`, `_ptsz`, `_ptds`), so the names grep
+//! against `cuda.h` and `nccl.h`. `hooks!` expands the list into the `Hook` id enum, the
+//! name table and one exported `extern "C"` wrapper per line. Each section names the
+//! library's result type (`CUresult`, `ncclResult_t`) and what a wrapper returns when the
+//! loaded library lacks the symbol.
 //!
-//! Adding a hook: one line here, one line in tools/fakecuda, one test row.
+//! The expression after `=>` is evaluated from the call's arguments (by name) before the
+//! call: it may act at once (NCCL counts an operation when it is issued) and yields the
+//! `Effect` the recorder applies after a successful return (see `effect.rs`). An NCCL line
+//! may add `then ...`, also built before the call and handed the result after it.
+//!
+//! Adding a hook: one line here, one line in tools/fakecuda (its export and its version
+//! in the table; tests/doors.rs `every_hook_resolves_through_every_door` fails until both
+//! are there), one test row.
 //! Signatures follow cuda.h; handles are `Ptr`, `CUdeviceptr` is `Dptr`. Legacy exports
 //! without a `_v2` suffix take 32-bit device pointers and sizes (`Dptr32`, `u32`).
 
 use crate::effect::{
     batch, copy, copy2d, copy3d, copy3d_peer, copy_unified, managed_alloc, pinned_alloc,
     pinned_register, release, sum_sizes, Effect, Mode::Async, Mode::Blocking,
+};
+use crate::nccl::{
+    forgets, group_started, operation, registers, splits, NcclResult, Op, UniqueId,
+    NCCL_INTERNAL_ERROR,
 };
 use gpuspy_format::Direction::{DtoD, DtoH, HtoD, Peer};
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -33,29 +45,112 @@ pub struct MemLocation {
 /// have died on an unresolved symbol.
 pub const CUDA_ERROR_NOT_FOUND: CUresult = 500;
 
+/// The integer a wrapped library returns, as the recorder keeps it: zero is success, any
+/// other value is counted as an error code.
+pub trait ResultCode: Copy {
+    fn code(self) -> u32;
+}
+impl ResultCode for CUresult {
+    #[inline(always)]
+    fn code(self) -> u32 {
+        self
+    }
+}
+impl ResultCode for c_int {
+    #[inline(always)]
+    fn code(self) -> u32 {
+        self as u32
+    }
+}
+
+/// What a wrapper does with the result after the call and the recording, independent of
+/// whether it is recorded. Built from the arguments before the call; `()` does nothing and
+/// compiles to nothing.
+pub trait Then<R> {
+    fn then(self, result: R);
+}
+impl<R> Then<R> for () {
+    #[inline(always)]
+    fn then(self, _: R) {}
+}
+
+/// `()` where a line has no `then`.
+macro_rules! or_nothing {
+    () => {
+        ()
+    };
+    ($then:expr) => {
+        $then
+    };
+}
+
+/// One exported wrapper: resolve the real function, build the effect and the `then` from
+/// the arguments (before the call, so they may act at once), time the call, record, run
+/// `then` on the result, return the result unchanged.
+macro_rules! wrapper {
+    ($name:ident, $result:ty, $missing:expr, ($($arg:ident : $ty:ty),*), $effect:expr, $then:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $result {
+            type Real = unsafe extern "C" fn($($ty),*) -> $result;
+            let Some(real) = crate::resolve::real_fn(Hook::$name) else {
+                return $missing;
+            };
+            // SAFETY: the pointer is the library's export of exactly this name (NCCL: its
+            // `p` alias), whose signature is the one this line of the hook list declares.
+            let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
+            let effect: Effect = $effect;
+            let then = $then;
+            let span = crate::record::begin(Hook::$name);
+            // SAFETY: forwarding the caller's own arguments to the real function.
+            let result = unsafe { real($($arg),*) };
+            crate::record::end(span, Hook::$name, effect, ResultCode::code(result));
+            Then::<$result>::then(then, result);
+            result
+        }
+    };
+}
+
 macro_rules! hooks {
     (
-        generated { $( $name:ident ( $($arg:ident : $ty:ty),* ) => $effect:expr; )* }
+        driver -> $dres:ty, else $dmissing:expr; {
+            $( $name:ident ( $($arg:ident : $ty:ty),* ) => $effect:expr; )*
+        }
+        nccl -> $nres:ty, else $nmissing:expr; {
+            $( $nname:ident ( $($narg:ident : $nty:ty),* ) => $neffect:expr $(, then $nthen:expr)?; )*
+        }
         manual { $( $mname:ident => $mwrapper:path; )* }
     ) => {
         /// One id per wrapped exported symbol.
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[repr(u16)]
-        pub enum Hook { $($name,)* $($mname,)* }
+        pub enum Hook { $($name,)* $($nname,)* $($mname,)* }
 
-        pub const HOOK_COUNT: usize = [$(stringify!($name),)* $(stringify!($mname),)*].len();
+        pub const HOOK_COUNT: usize =
+            [$(stringify!($name),)* $(stringify!($nname),)* $(stringify!($mname),)*].len();
 
         /// NUL-terminated so the table can be handed to `dlsym` as is.
-        pub static HOOK_NAMES: [&str; HOOK_COUNT] =
-            [$(concat!(stringify!($name), "\0"),)* $(concat!(stringify!($mname), "\0"),)*];
+        pub static HOOK_NAMES: [&str; HOOK_COUNT] = [
+            $(concat!(stringify!($name), "\0"),)*
+            $(concat!(stringify!($nname), "\0"),)*
+            $(concat!(stringify!($mname), "\0"),)*
+        ];
 
-        pub const ALL_HOOKS: [Hook; HOOK_COUNT] = [$(Hook::$name,)* $(Hook::$mname,)*];
+        pub const ALL_HOOKS: [Hook; HOOK_COUNT] =
+            [$(Hook::$name,)* $(Hook::$nname,)* $(Hook::$mname,)*];
+
+        impl Hook {
+            /// Whether this hook wraps NCCL rather than the driver.
+            pub fn is_nccl(self) -> bool {
+                matches!(self, $(Hook::$nname)|*)
+            }
+        }
 
         /// The address of our wrapper for `hook`.
         pub fn wrapper_address(hook: Hook) -> *mut c_void {
             match hook {
                 $(Hook::$name => exports::$name as *mut c_void,)*
+                $(Hook::$nname => exports::$nname as *mut c_void,)*
                 $(Hook::$mname => $mwrapper as *mut c_void,)*
             }
         }
@@ -63,30 +158,17 @@ macro_rules! hooks {
         pub mod exports {
             #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
             use super::*;
-            $(
-                #[no_mangle]
-                pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-                    type Real = unsafe extern "C" fn($($ty),*) -> CUresult;
-                    let Some(real) = crate::doors::real_fn(Hook::$name) else {
-                        return CUDA_ERROR_NOT_FOUND;
-                    };
-                    // SAFETY: the pointer is libcuda's export of exactly this name, whose
-                    // signature is the one this line of the hook list declares.
-                    let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
-                    let effect: Effect = $effect;
-                    let span = crate::record::begin(Hook::$name);
-                    // SAFETY: forwarding the caller's own arguments to the real function.
-                    let result = unsafe { real($($arg),*) };
-                    crate::record::end(span, Hook::$name, effect, result);
-                    result
-                }
-            )*
+            $( wrapper!($name, $dres, $dmissing, ($($arg: $ty),*), $effect, ()); )*
+            $( wrapper!(
+                $nname, $nres, $nmissing, ($($narg: $nty),*), $neffect, or_nothing!($($nthen)?)
+            ); )*
         }
     };
 }
 
 hooks! {
-generated {
+// The driver: resolved against libcuda's export of the same name.
+driver -> CUresult, else CUDA_ERROR_NOT_FOUND; {
     // Init, contexts.
     cuInit(flags: c_uint) => Effect::DriverReady;
     cuCtxCreate(pctx: Ptr, flags: c_uint, dev: c_int) => Effect::UsesDevice(dev);
@@ -296,35 +378,38 @@ generated {
     cuMemAdvise(ptr: Dptr, n: Size, advice: c_int, dev: c_int) => Effect::None;
     cuMemAdvise_v2(ptr: Dptr, n: Size, advice: c_int, loc: MemLocation) => Effect::None;
 }
+// NCCL (nccl.rs): resolved to libnccl's `pncclX` aliases, not to libcuda. Operations are
+// counted when issued, before the call (a non-blocking communicator answers ncclInProgress);
+// `then` acts on the result: a communicator is registered once NCCL has written it.
+nccl -> NcclResult, else NCCL_INTERNAL_ERROR; {
+    ncclAllReduce(send: Ptr, recv: Ptr, n: Size, dt: c_int, op: c_int, comm: Ptr, stream: Ptr) => operation(Op::AllReduce, n, dt, comm);
+    ncclBroadcast(send: Ptr, recv: Ptr, n: Size, dt: c_int, root: c_int, comm: Ptr, stream: Ptr) => operation(Op::Broadcast, n, dt, comm);
+    ncclReduce(send: Ptr, recv: Ptr, n: Size, dt: c_int, op: c_int, root: c_int, comm: Ptr, stream: Ptr) => operation(Op::Reduce, n, dt, comm);
+    // Bytes count what each rank sends: `sendcount` elements.
+    ncclAllGather(send: Ptr, recv: Ptr, n: Size, dt: c_int, comm: Ptr, stream: Ptr) => operation(Op::AllGather, n, dt, comm);
+    // Bytes count what each rank receives: `recvcount` elements.
+    ncclReduceScatter(send: Ptr, recv: Ptr, n: Size, dt: c_int, op: c_int, comm: Ptr, stream: Ptr) => operation(Op::ReduceScatter, n, dt, comm);
+    ncclSend(send: Ptr, n: Size, dt: c_int, peer: c_int, comm: Ptr, stream: Ptr) => operation(Op::Send, n, dt, comm);
+    ncclRecv(recv: Ptr, n: Size, dt: c_int, peer: c_int, comm: Ptr, stream: Ptr) => operation(Op::Recv, n, dt, comm);
+    ncclGroupStart() => group_started();
+    ncclGroupEnd() => Effect::None;
+    ncclCommInitRank(comm: *mut Ptr, nranks: c_int, id: UniqueId, rank: c_int) => Effect::None, then registers(comm, &id, rank, nranks);
+    ncclCommInitRankConfig(comm: *mut Ptr, nranks: c_int, id: UniqueId, rank: c_int, config: Ptr) => Effect::None, then registers(comm, &id, rank, nranks);
+    ncclCommSplit(comm: Ptr, color: c_int, key: c_int, newcomm: *mut Ptr, config: Ptr) => Effect::None, then splits(comm, color, key, newcomm);
+    ncclCommDestroy(comm: Ptr) => Effect::None, then forgets(comm);
+    ncclCommAbort(comm: Ptr) => Effect::None, then forgets(comm);
+}
+// Written by hand: the resolvers swap the pointers they return (doors.rs); the launches
+// pass their stack arguments on as one block (launch.rs).
 manual {
     cuGetProcAddress => crate::doors::cuGetProcAddress;
     cuGetProcAddress_v2 => crate::doors::cuGetProcAddress_v2;
     cuLaunchKernel => crate::launch::cuLaunchKernel;
     cuLaunchKernel_ptsz => crate::launch::cuLaunchKernel_ptsz;
-    // NCCL (nccl.rs): resolved to libnccl's `pncclX` aliases, not to libcuda.
-    ncclAllReduce => crate::nccl::ncclAllReduce;
-    ncclBroadcast => crate::nccl::ncclBroadcast;
-    ncclReduce => crate::nccl::ncclReduce;
-    ncclAllGather => crate::nccl::ncclAllGather;
-    ncclReduceScatter => crate::nccl::ncclReduceScatter;
-    ncclSend => crate::nccl::ncclSend;
-    ncclRecv => crate::nccl::ncclRecv;
-    ncclGroupStart => crate::nccl::ncclGroupStart;
-    ncclGroupEnd => crate::nccl::ncclGroupEnd;
-    ncclCommInitRank => crate::nccl::ncclCommInitRank;
-    ncclCommInitRankConfig => crate::nccl::ncclCommInitRankConfig;
-    ncclCommSplit => crate::nccl::ncclCommSplit;
-    ncclCommDestroy => crate::nccl::ncclCommDestroy;
-    ncclCommAbort => crate::nccl::ncclCommAbort;
 }
 }
 
 impl Hook {
-    /// Whether this hook wraps NCCL rather than the driver.
-    pub fn is_nccl(self) -> bool {
-        self.name().starts_with("nccl")
-    }
-
     /// The exact exported name, without the NUL.
     pub fn name(self) -> &'static str {
         let name = HOOK_NAMES[self as usize];

@@ -14,7 +14,7 @@
 
 use crate::effect::Effect;
 use crate::hooks::{CUresult, Hook, Ptr, CUDA_ERROR_NOT_FOUND};
-use crate::{doors, record};
+use crate::{record, resolve};
 use std::ffi::{c_uint, c_void};
 
 /// The five stack arguments of `cuLaunchKernel`, forwarded as one block (x86-64 only).
@@ -44,7 +44,7 @@ macro_rules! launch_wrapper {
                 c_uint,
                 StackArgs,
             ) -> CUresult;
-            let Some(real) = doors::real_fn(Hook::$name) else {
+            let Some(real) = resolve::real_fn(Hook::$name) else {
                 return CUDA_ERROR_NOT_FOUND;
             };
             // SAFETY: libcuda's export of this name, whose stack arguments have the layout of
@@ -85,7 +85,7 @@ macro_rules! launch_wrapper {
                 Ptr,
                 Ptr,
             ) -> CUresult;
-            let Some(real) = doors::real_fn(Hook::$name) else {
+            let Some(real) = resolve::real_fn(Hook::$name) else {
                 return CUDA_ERROR_NOT_FOUND;
             };
             // SAFETY: libcuda's export of this name, with this signature.

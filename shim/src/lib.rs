@@ -26,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod clock;
+mod config;
 mod doors;
 mod dump;
 mod effect;
@@ -37,6 +38,7 @@ mod launch;
 mod lifecycle;
 mod nccl;
 mod record;
+mod resolve;
 mod signals;
 mod tls;
 mod unwrapped;

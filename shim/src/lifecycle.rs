@@ -1,6 +1,6 @@
 //! When the shim starts recording, and when it writes.
 //!
-//! At load time a constructor reads the environment once (`Config`) and fixes the output
+//! At load time a constructor reads the environment once (`config.rs`) and fixes the output
 //! directory as an absolute path, before the program can `chdir`. Nothing else runs then.
 //! The first intercepted call of a process picks the clock, maps the arena and registers
 //! the fork handler; threads that arrive while that is under way pass straight through
@@ -16,74 +16,12 @@
 
 use crate::{clock, dump, record, signals, unwrapped};
 use gpuspy_format::Ending;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Everything the environment says, read once.
-#[derive(Debug)]
-pub struct Config {
-    /// Absolute unless the working directory could not be read at load time.
-    pub out_dir: PathBuf,
-    pub flush_every: Option<Duration>,
-    pub enabled: bool,
-    pub force_monotonic: bool,
-    /// `GPUSPY_RUN_TOKEN`, set by `gpuspy run`; copied into every dump.
-    pub run_token: Option<String>,
-    /// How many `exec`s of this pid came before this image, and the process's start as the
-    /// first image recorded it: `GPUSPY_IMAGE=<pid>:<n>:<start_unix_ns>`, set by the exec
-    /// wrappers in the new image's environment, counts only for that pid (a child that
-    /// inherits the variable is a first image). Images of one process share the start, so
-    /// the reader can tell them for one process; /proc gives it only to 10 ms.
-    pub image: Option<Image>,
-    /// `GPUSPY_CMDLINE=0`: record the program's name but none of its arguments.
-    pub record_args: bool,
-    /// `GPUSPY_FSYNC=0`: skip the `fsync` of each dump and its directory.
-    pub fsync: bool,
-}
+pub use crate::config::config;
 
-impl Config {
-    fn from_env() -> Config {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let flush_s = var("GPUSPY_FLUSH_S")
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .unwrap_or(10.0);
-        let out_dir = var("GPUSPY_OUT").map_or_else(|| PathBuf::from("gpuspy-out"), PathBuf::from);
-        Config {
-            out_dir: std::path::absolute(&out_dir).unwrap_or(out_dir),
-            flush_every: (flush_s > 0.0).then(|| Duration::from_secs_f64(flush_s)),
-            enabled: var("GPUSPY_DISABLE").is_none_or(|v| v == "0"),
-            force_monotonic: var("GPUSPY_CLOCK").is_some_and(|v| v == "monotonic"),
-            run_token: var("GPUSPY_RUN_TOKEN"),
-            image: var("GPUSPY_IMAGE").and_then(|v| image_of(&v, std::process::id())),
-            record_args: var("GPUSPY_CMDLINE").is_none_or(|v| v != "0"),
-            fsync: var("GPUSPY_FSYNC").is_none_or(|v| v != "0"),
-        }
-    }
-}
-
-/// An image after `exec`: its number and the process's start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Image {
-    pub number: u32,
-    pub start_unix_ns: u64,
-}
-
-/// The image in a `GPUSPY_IMAGE` value, if it was set for process `pid`.
-fn image_of(value: &str, pid: u32) -> Option<Image> {
-    let mut parts = value.split(':');
-    let for_pid: u32 = parts.next()?.parse().ok()?;
-    let number = parts.next()?.parse().ok()?;
-    let start_unix_ns = parts.next()?.parse().ok()?;
-    (for_pid == pid && parts.next().is_none()).then_some(Image {
-        number,
-        start_unix_ns,
-    })
-}
-
-/// The `GPUSPY_IMAGE` value for the image that replaces this one.
+/// The `GPUSPY_IMAGE` value for the image that replaces this one (`config::Image`).
 pub fn next_image() -> String {
     let number = config().and_then(|c| c.image).map_or(0, |i| i.number) + 1;
     format!(
@@ -93,18 +31,12 @@ pub fn next_image() -> String {
     )
 }
 
-static CONFIG: OnceLock<Config> = OnceLock::new();
-
-pub fn config() -> Option<&'static Config> {
-    CONFIG.get()
-}
-
 /// At load: the environment and the working directory as the program was started with them.
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {
-    CONFIG.get_or_init(Config::from_env);
-    crate::exec::resolve_real_functions();
-    signals::resolve_real_functions();
+    crate::config::load();
+    crate::exec::NEXT.resolve();
+    signals::NEXT.resolve();
 }
 
 // Not in the shim's own unit tests, which set the environment themselves.
@@ -213,7 +145,7 @@ fn activate() -> bool {
 }
 
 fn init_process() -> bool {
-    let config = CONFIG.get_or_init(Config::from_env);
+    let config = crate::config::load();
     if !config.enabled || !record::init_arena() {
         return false;
     }
@@ -411,7 +343,7 @@ type ExitFn = unsafe extern "C" fn(libc::c_int) -> !;
 fn exit_via(name: &std::ffi::CStr, status: libc::c_int) -> ! {
     crate::gpu::finish();
     write(Dump::Final(None));
-    let real = crate::doors::lookup(libc::RTLD_NEXT, name);
+    let real = crate::resolve::lookup(libc::RTLD_NEXT, name);
     if !real.is_null() {
         // SAFETY: the next definition of _exit/_Exit, same signature.
         unsafe { std::mem::transmute::<*mut libc::c_void, ExitFn>(real)(status) }
@@ -461,19 +393,6 @@ fn process_start_unix_ns() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_image_number_counts_only_for_its_own_pid() {
-        let image = Image {
-            number: 3,
-            start_unix_ns: 1_000,
-        };
-        assert_eq!(image_of("42:3:1000", 42), Some(image));
-        assert_eq!(image_of("42:3:1000", 43), None);
-        assert_eq!(image_of("42:3", 42), None);
-        assert_eq!(image_of("42:x:1000", 42), None);
-        assert_eq!(image_of("42:3:1000:9", 42), None);
-    }
 
     #[test]
     fn process_start_is_in_the_past() {

@@ -1,6 +1,6 @@
 //! NCCL interposition through NCCL's profiling interface: every public function is a weak
 //! `ncclX` with a strong alias `pncclX`, so the shim defines `ncclX` and forwards to `pncclX`
-//! (`doors::resolve` looks up the `p` name in the loaded libnccl). It records what the
+//! (`resolve::real_fn` looks up the `p` name in the loaded libnccl). It records what the
 //! process asked NCCL to do: per-call enqueue latency (the usual per-hook histograms), calls
 //! and bytes per collective and datatype, and for each communicator a key that is equal on
 //! all its ranks and the number of operations issued on it. The GPU time of the collectives
@@ -9,34 +9,58 @@
 //! NCCL calls are orders of magnitude rarer than driver calls, so the tables here are global
 //! and updated with atomic read-modify-writes; they never allocate or lock.
 
-#![allow(non_snake_case, clippy::missing_safety_doc)]
-
-use crate::doors::real_fn;
 use crate::effect::Effect;
-use crate::hooks::{Hook, Ptr};
-use crate::record;
+use crate::hooks::Ptr;
 use gpuspy_format::{Communicator, Nccl, NcclOps};
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
 
+/// `ncclResult_t`.
 pub type NcclResult = c_int;
 /// `ncclInternalError`: what a wrapper returns when the loaded NCCL lacks the function.
-const NCCL_INTERNAL_ERROR: NcclResult = 3;
+pub const NCCL_INTERNAL_ERROR: NcclResult = 3;
 
 /// `ncclUniqueId`, passed by value.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct UniqueId(pub [u8; 128]);
 
-const OPS: [&str; 7] = [
-    "AllReduce",
-    "Broadcast",
-    "Reduce",
-    "AllGather",
-    "ReduceScatter",
-    "Send",
-    "Recv",
-];
+/// The operations counted per datatype, named as in the dump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    AllReduce,
+    Broadcast,
+    Reduce,
+    AllGather,
+    ReduceScatter,
+    Send,
+    Recv,
+}
+
+impl Op {
+    const ALL: [Op; 7] = [
+        Op::AllReduce,
+        Op::Broadcast,
+        Op::Reduce,
+        Op::AllGather,
+        Op::ReduceScatter,
+        Op::Send,
+        Op::Recv,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::AllReduce => "AllReduce",
+            Op::Broadcast => "Broadcast",
+            Op::Reduce => "Reduce",
+            Op::AllGather => "AllGather",
+            Op::ReduceScatter => "ReduceScatter",
+            Op::Send => "Send",
+            Op::Recv => "Recv",
+        }
+    }
+}
+
 /// `ncclDataType_t` values 0..=11 and their sizes.
 const DATATYPES: [(&str, u64); 12] = [
     ("int8", 1),
@@ -65,7 +89,7 @@ const EMPTY_CELL: Cell = Cell {
 };
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY_ROW: [Cell; DATATYPES.len() + 1] = [EMPTY_CELL; DATATYPES.len() + 1];
-static OP_TABLE: [[Cell; DATATYPES.len() + 1]; OPS.len()] = [EMPTY_ROW; OPS.len()];
+static OP_TABLE: [[Cell; DATATYPES.len() + 1]; Op::ALL.len()] = [EMPTY_ROW; Op::ALL.len()];
 static GROUPS: AtomicU64 = AtomicU64::new(0);
 
 /// Communicators by handle, claimed by CAS on `comm`.
@@ -123,21 +147,100 @@ fn register_comm(comm: Ptr, key: u64, rank: c_int, nranks: c_int) {
     }
 }
 
-/// Registers the communicator an init call created from `id`.
-///
-/// # Safety
-/// `comm` is the init call's out-pointer, written by NCCL when `result` is success.
-unsafe fn register_initialised(
-    result: NcclResult,
-    comm: *mut Ptr,
-    id: &UniqueId,
-    rank: c_int,
-    nranks: c_int,
-) {
-    if result == 0 && !comm.is_null() {
-        // SAFETY: per the contract above.
-        register_comm(unsafe { *comm }, fnv1a(&id.0), rank, nranks);
+/// What a communicator call does to the communicator table once NCCL has answered. Built
+/// from the arguments before the call, like an `Effect`, and run after it.
+#[derive(Clone, Copy)]
+pub enum After {
+    /// `ncclCommInitRank[Config]`: NCCL writes the new communicator to `out` on success.
+    Registers {
+        out: *mut Ptr,
+        key: u64,
+        rank: c_int,
+        nranks: c_int,
+    },
+    /// `ncclCommSplit`. A split's key: its parent's key, the parent's split count and the
+    /// color, which all ranks of the new communicator share. Ranks and sizes come from the
+    /// new communicator's members' own `key`/`color` arguments, which NCCL does not hand
+    /// back here.
+    Splits {
+        parent: Ptr,
+        color: c_int,
+        key: c_int,
+        out: *mut Ptr,
+    },
+    /// `ncclCommDestroy`/`ncclCommAbort`: the handle is forgotten whatever they return.
+    Forgets(Ptr),
+}
+
+/// The communicator an init call creates from `id`.
+pub fn registers(out: *mut Ptr, id: &UniqueId, rank: c_int, nranks: c_int) -> After {
+    After::Registers {
+        out,
+        key: fnv1a(&id.0),
+        rank,
+        nranks,
     }
+}
+
+/// The communicator `ncclCommSplit` derives from `parent`.
+pub fn splits(parent: Ptr, color: c_int, key: c_int, out: *mut Ptr) -> After {
+    After::Splits {
+        parent,
+        color,
+        key,
+        out,
+    }
+}
+
+pub fn forgets(comm: Ptr) -> After {
+    After::Forgets(comm)
+}
+
+impl crate::hooks::Then<NcclResult> for After {
+    fn then(self, result: NcclResult) {
+        match self {
+            After::Registers {
+                out,
+                key,
+                rank,
+                nranks,
+            } if result == 0 && !out.is_null() => {
+                // SAFETY: the init call's out-pointer, which NCCL wrote on success.
+                register_comm(unsafe { *out }, key, rank, nranks);
+            }
+            After::Splits {
+                parent,
+                color,
+                key,
+                out,
+            } if result == 0 && !out.is_null() => {
+                if let Some(parent) = find_comm(parent) {
+                    let split = parent.splits.fetch_add(1, Relaxed);
+                    let mut seed = [0u8; 20];
+                    seed[..8].copy_from_slice(&parent.key.load(Relaxed).to_le_bytes());
+                    seed[8..16].copy_from_slice(&split.to_le_bytes());
+                    seed[16..].copy_from_slice(&color.to_le_bytes());
+                    // SAFETY: NCCL wrote the new communicator on success (null for color
+                    // NCCL_SPLIT_NOCOLOR).
+                    register_comm(unsafe { *out }, fnv1a(&seed), key, -1);
+                }
+            }
+            After::Forgets(comm) => forget_comm(comm),
+            _ => {}
+        }
+    }
+}
+
+/// Before `ncclGroupStart`.
+pub fn group_started() -> Effect {
+    GROUPS.fetch_add(1, Relaxed);
+    Effect::None
+}
+
+/// Before a collective or point-to-point call: counts it at once, whatever it returns.
+pub fn operation(op: Op, n: usize, datatype: c_int, comm: Ptr) -> Effect {
+    count(op, n, datatype, comm);
+    Effect::None
 }
 
 fn forget_comm(comm: Ptr) {
@@ -149,14 +252,14 @@ fn forget_comm(comm: Ptr) {
 }
 
 /// Counts one operation of `op` on `comm`.
-fn count(op: usize, count: usize, datatype: c_int, comm: Ptr) {
+fn count(op: Op, count: usize, datatype: c_int, comm: Ptr) {
     let dt = usize::try_from(datatype)
         .ok()
         .filter(|&d| d < DATATYPES.len())
         .unwrap_or(UNKNOWN_TYPE);
     let size = DATATYPES.get(dt).map_or(0, |&(_, s)| s);
     let bytes = (count as u64).saturating_mul(size);
-    if let Some(cell) = OP_TABLE.get(op).and_then(|row| row.get(dt)) {
+    if let Some(cell) = OP_TABLE.get(op as usize).and_then(|row| row.get(dt)) {
         cell.calls.fetch_add(1, Relaxed);
         cell.bytes.fetch_add(bytes, Relaxed);
     }
@@ -166,248 +269,15 @@ fn count(op: usize, count: usize, datatype: c_int, comm: Ptr) {
     }
 }
 
-/// Calls the real `pncclX` with the usual recording; the macro below supplies the call.
-macro_rules! forward {
-    ($hook:ident, ($($ty:ty),*), ($($arg:expr),*)) => {{
-        type Real = unsafe extern "C" fn($($ty),*) -> NcclResult;
-        let Some(real) = real_fn(Hook::$hook) else {
-            return NCCL_INTERNAL_ERROR;
-        };
-        // SAFETY: NCCL's pnccl alias of exactly this function, with this signature.
-        let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
-        let span = record::begin(Hook::$hook);
-        // SAFETY: forwarding the caller's arguments.
-        let result = unsafe { real($($arg),*) };
-        record::end(span, Hook::$hook, Effect::None, result as u32);
-        result
-    }};
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclAllReduce(
-    send: Ptr,
-    recv: Ptr,
-    n: usize,
-    dt: c_int,
-    op: c_int,
-    comm: Ptr,
-    stream: Ptr,
-) -> NcclResult {
-    count(0, n, dt, comm);
-    forward!(
-        ncclAllReduce,
-        (Ptr, Ptr, usize, c_int, c_int, Ptr, Ptr),
-        (send, recv, n, dt, op, comm, stream)
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclBroadcast(
-    send: Ptr,
-    recv: Ptr,
-    n: usize,
-    dt: c_int,
-    root: c_int,
-    comm: Ptr,
-    stream: Ptr,
-) -> NcclResult {
-    count(1, n, dt, comm);
-    forward!(
-        ncclBroadcast,
-        (Ptr, Ptr, usize, c_int, c_int, Ptr, Ptr),
-        (send, recv, n, dt, root, comm, stream)
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclReduce(
-    send: Ptr,
-    recv: Ptr,
-    n: usize,
-    dt: c_int,
-    op: c_int,
-    root: c_int,
-    comm: Ptr,
-    stream: Ptr,
-) -> NcclResult {
-    count(2, n, dt, comm);
-    forward!(
-        ncclReduce,
-        (Ptr, Ptr, usize, c_int, c_int, c_int, Ptr, Ptr),
-        (send, recv, n, dt, op, root, comm, stream)
-    )
-}
-
-/// Bytes count what each rank sends: `sendcount` elements.
-#[no_mangle]
-pub unsafe extern "C" fn ncclAllGather(
-    send: Ptr,
-    recv: Ptr,
-    n: usize,
-    dt: c_int,
-    comm: Ptr,
-    stream: Ptr,
-) -> NcclResult {
-    count(3, n, dt, comm);
-    forward!(
-        ncclAllGather,
-        (Ptr, Ptr, usize, c_int, Ptr, Ptr),
-        (send, recv, n, dt, comm, stream)
-    )
-}
-
-/// Bytes count what each rank receives: `recvcount` elements.
-#[no_mangle]
-pub unsafe extern "C" fn ncclReduceScatter(
-    send: Ptr,
-    recv: Ptr,
-    n: usize,
-    dt: c_int,
-    op: c_int,
-    comm: Ptr,
-    stream: Ptr,
-) -> NcclResult {
-    count(4, n, dt, comm);
-    forward!(
-        ncclReduceScatter,
-        (Ptr, Ptr, usize, c_int, c_int, Ptr, Ptr),
-        (send, recv, n, dt, op, comm, stream)
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclSend(
-    send: Ptr,
-    n: usize,
-    dt: c_int,
-    peer: c_int,
-    comm: Ptr,
-    stream: Ptr,
-) -> NcclResult {
-    count(5, n, dt, comm);
-    forward!(
-        ncclSend,
-        (Ptr, usize, c_int, c_int, Ptr, Ptr),
-        (send, n, dt, peer, comm, stream)
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclRecv(
-    recv: Ptr,
-    n: usize,
-    dt: c_int,
-    peer: c_int,
-    comm: Ptr,
-    stream: Ptr,
-) -> NcclResult {
-    count(6, n, dt, comm);
-    forward!(
-        ncclRecv,
-        (Ptr, usize, c_int, c_int, Ptr, Ptr),
-        (recv, n, dt, peer, comm, stream)
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclGroupStart() -> NcclResult {
-    GROUPS.fetch_add(1, Relaxed);
-    forward!(ncclGroupStart, (), ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclGroupEnd() -> NcclResult {
-    forward!(ncclGroupEnd, (), ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclCommInitRank(
-    comm: *mut Ptr,
-    nranks: c_int,
-    id: UniqueId,
-    rank: c_int,
-) -> NcclResult {
-    let result = forward!(
-        ncclCommInitRank,
-        (*mut Ptr, c_int, UniqueId, c_int),
-        (comm, nranks, id, rank)
-    );
-    // SAFETY: NCCL wrote the new communicator if it succeeded.
-    unsafe { register_initialised(result, comm, &id, rank, nranks) };
-    result
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclCommInitRankConfig(
-    comm: *mut Ptr,
-    nranks: c_int,
-    id: UniqueId,
-    rank: c_int,
-    config: Ptr,
-) -> NcclResult {
-    let result = forward!(
-        ncclCommInitRankConfig,
-        (*mut Ptr, c_int, UniqueId, c_int, Ptr),
-        (comm, nranks, id, rank, config)
-    );
-    // SAFETY: as above.
-    unsafe { register_initialised(result, comm, &id, rank, nranks) };
-    result
-}
-
-/// A split's key: its parent's key, the parent's split count and the color, which all
-/// ranks of the new communicator share. Ranks and sizes come from the new communicator's
-/// members' own `key`/`color` arguments, which NCCL does not hand back here.
-#[no_mangle]
-pub unsafe extern "C" fn ncclCommSplit(
-    comm: Ptr,
-    color: c_int,
-    key: c_int,
-    newcomm: *mut Ptr,
-    config: Ptr,
-) -> NcclResult {
-    let result = forward!(
-        ncclCommSplit,
-        (Ptr, c_int, c_int, *mut Ptr, Ptr),
-        (comm, color, key, newcomm, config)
-    );
-    if result == 0 && !newcomm.is_null() {
-        if let Some(parent) = find_comm(comm) {
-            let split = parent.splits.fetch_add(1, Relaxed);
-            let mut seed = [0u8; 20];
-            seed[..8].copy_from_slice(&parent.key.load(Relaxed).to_le_bytes());
-            seed[8..16].copy_from_slice(&split.to_le_bytes());
-            seed[16..].copy_from_slice(&color.to_le_bytes());
-            // SAFETY: NCCL wrote the new communicator on success (null for color NCCL_SPLIT_NOCOLOR).
-            register_comm(unsafe { *newcomm }, fnv1a(&seed), key, -1);
-        }
-    }
-    result
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclCommDestroy(comm: Ptr) -> NcclResult {
-    let result = forward!(ncclCommDestroy, (Ptr), (comm));
-    forget_comm(comm);
-    result
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ncclCommAbort(comm: Ptr) -> NcclResult {
-    let result = forward!(ncclCommAbort, (Ptr), (comm));
-    forget_comm(comm);
-    result
-}
-
 /// The NCCL section of the dump, or None if the process never used NCCL.
 pub fn snapshot() -> Option<Nccl> {
     let mut ops = Vec::new();
-    for (o, row) in OP_TABLE.iter().enumerate() {
+    for (op, row) in Op::ALL.iter().zip(&OP_TABLE) {
         for (d, cell) in row.iter().enumerate() {
             let calls = cell.calls.load(Relaxed);
             if calls > 0 {
                 ops.push(NcclOps {
-                    op: OPS.get(o).copied().unwrap_or("?").to_string(),
+                    op: op.name().to_string(),
                     datatype: DATATYPES.get(d).map_or("unknown", |&(n, _)| n).to_string(),
                     calls,
                     bytes: cell.bytes.load(Relaxed),
@@ -466,9 +336,9 @@ mod tests {
     fn bytes_follow_the_datatype() {
         let comm = 0x1234 as Ptr;
         register_comm(comm, 42, 0, 2);
-        count(0, 1000, 7, comm); // float32
-        count(0, 1000, 9, comm); // bfloat16
-        count(0, 10, 99, comm); // unknown type: counted, no bytes
+        count(Op::AllReduce, 1000, 7, comm); // float32
+        count(Op::AllReduce, 1000, 9, comm); // bfloat16
+        count(Op::AllReduce, 10, 99, comm); // unknown type: counted, no bytes
         let n = snapshot().unwrap();
         let find = |dt: &str| {
             n.ops

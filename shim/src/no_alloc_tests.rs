@@ -2,9 +2,9 @@
 //! pageable and pinned copies, a failing call, an NCCL all-reduce on a registered
 //! communicator) under a counting global allocator.
 
-use crate::doors::inject_real;
 use crate::hooks::{exports, CUresult, Hook};
 use crate::launch;
+use crate::resolve::inject_real;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -117,7 +117,7 @@ fn hot_path_does_not_allocate() {
     inject_real(Hook::ncclCommInitRank, new_comm as *mut c_void);
     let mut comm = std::ptr::null_mut();
     // SAFETY: the injected init writes the out-pointer; the id is plain bytes.
-    unsafe { crate::nccl::ncclCommInitRank(&mut comm, 2, crate::nccl::UniqueId([1; 128]), 0) };
+    unsafe { exports::ncclCommInitRank(&mut comm, 2, crate::nccl::UniqueId([1; 128]), 0) };
     let comm = comm as usize;
     let mut pinned = std::ptr::null_mut();
     // SAFETY: the injected functions ignore their arguments but the out-pointer.
@@ -143,15 +143,7 @@ fn hot_path_does_not_allocate() {
                             null,
                         );
                         exports::cuMemcpyHtoDAsync_v2(1, pinned as *mut c_void, 64, null);
-                        crate::nccl::ncclAllReduce(
-                            null,
-                            null,
-                            256,
-                            7,
-                            0,
-                            comm as *mut c_void,
-                            null,
-                        );
+                        exports::ncclAllReduce(null, null, 256, 7, 0, comm as *mut c_void, null);
                     }
                 }
                 COUNTING.with(|c| c.set(false));

@@ -25,8 +25,8 @@
 //! process itself, for a signal that will end it, first ask for the dump the same way.
 
 use crate::clock::monotonic_ns;
-use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering::*};
+use crate::resolve::NextFns;
+use std::ffi::c_int;
 
 /// The signals whose default action ends the process and after which a dump is kept.
 const SIGNALS: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGABRT];
@@ -57,13 +57,14 @@ extern "C" fn on_signal(signal: c_int) {
     // SAFETY: __errno_location is this thread's errno; restored before returning.
     let errno = unsafe { *libc::__errno_location() };
     wait_for_dump(signal);
-    // SAFETY: sigaction and raise are async-signal-safe. The signal stays blocked until this
-    // handler returns, then its default action ends the process.
+    // SAFETY: sigaction and raise are async-signal-safe, and RaiseFn is raise's signature.
+    // The signal stays blocked until this handler returns, then its default action ends the
+    // process.
     unsafe {
         let mut default: libc::sigaction = std::mem::zeroed();
         default.sa_sigaction = libc::SIG_DFL;
         libc::sigaction(signal, &default, std::ptr::null_mut());
-        if let Some(raise) = next::<RaiseFn>(1) {
+        if let Some(raise) = NEXT.get::<RaiseFn>(1) {
             raise(signal);
         }
         *libc::__errno_location() = errno;
@@ -110,28 +111,8 @@ fn before_signalling_self(signal: c_int) {
 
 type KillFn = unsafe extern "C" fn(libc::pid_t, c_int) -> c_int;
 type RaiseFn = unsafe extern "C" fn(c_int) -> c_int;
-/// libc's `kill` and `raise`, looked up at load (`dlsym` is not async-signal-safe).
-static REAL: [AtomicPtr<c_void>; 2] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 2];
-const NAMES: [&CStr; 2] = [c"kill", c"raise"];
-
-/// At load, single-threaded.
-#[cfg_attr(test, allow(dead_code))]
-pub fn resolve_real_functions() {
-    for (slot, name) in REAL.iter().zip(NAMES) {
-        slot.store(crate::doors::lookup(libc::RTLD_NEXT, name), Release);
-    }
-}
-
-/// libc's function number `index` of `NAMES`, as type `F`.
-fn next<F: Copy>(index: usize) -> Option<F> {
-    let mut f = REAL[index].load(Acquire);
-    if f.is_null() {
-        // Not resolved at load (the shim's own tests): look it up now.
-        f = crate::doors::lookup(libc::RTLD_NEXT, NAMES[index]);
-    }
-    // SAFETY: F is the C signature of that function (KillFn, RaiseFn).
-    (!f.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) })
-}
+/// libc's `kill` and `raise` (`dlsym` is not async-signal-safe).
+pub static NEXT: NextFns<2> = NextFns::new([c"kill", c"raise"]);
 
 /// `kill(2)`, with the dump first when the process is ending itself.
 ///
@@ -143,7 +124,8 @@ pub unsafe extern "C" fn kill(pid: libc::pid_t, signal: c_int) -> c_int {
     if pid == unsafe { libc::getpid() } {
         before_signalling_self(signal);
     }
-    match next::<KillFn>(0) {
+    // SAFETY: KillFn is kill's C signature.
+    match unsafe { NEXT.get::<KillFn>(0) } {
         // SAFETY: the caller's arguments to libc's kill.
         Some(real) => unsafe { real(pid, signal) },
         None => -1,
@@ -157,7 +139,8 @@ pub unsafe extern "C" fn kill(pid: libc::pid_t, signal: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn raise(signal: c_int) -> c_int {
     before_signalling_self(signal);
-    match next::<RaiseFn>(1) {
+    // SAFETY: RaiseFn is raise's C signature.
+    match unsafe { NEXT.get::<RaiseFn>(1) } {
         // SAFETY: the caller's argument to libc's raise.
         Some(real) => unsafe { real(signal) },
         None => -1,

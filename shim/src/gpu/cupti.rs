@@ -18,7 +18,7 @@
 //! torch.profiler on the H200 (bench/results/gpu-2026-11-29-truth-1).
 
 use super::activity::{Aggregator, Record};
-use crate::doors::lookup;
+use crate::resolve::lookup;
 use std::ffi::{c_char, c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
@@ -212,9 +212,8 @@ fn find_library() -> Result<(*mut c_void, String), String> {
         }
     }
     let mut dirs = Vec::new();
-    if let Some(path) = std::env::var_os("GPUSPY_CUPTI_PATH").filter(|p| !p.is_empty()) {
-        let path = std::path::PathBuf::from(path);
-        return open_path(&path).ok_or(format!(
+    if let Some(path) = &crate::config::load().cupti_path {
+        return open_path(path).ok_or(format!(
             "GPUSPY_CUPTI_PATH={} could not be loaded",
             path.display()
         ));

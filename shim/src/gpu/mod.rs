@@ -16,15 +16,17 @@
 pub mod activity;
 pub mod cupti;
 mod nvml;
+mod telemetry;
 
-use crate::{clock, doors};
+use crate::{clock, resolve};
 use gpuspy_format::gpu::{Device, DeviceFacts, Gpu, SourceStatus};
-use nvml::{Nvml, TelemetryAgg};
+use nvml::Nvml;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Mutex;
 use std::time::Duration;
+use telemetry::TelemetryAgg;
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// The process that started collection: a vfork child shares our memory but must not
@@ -156,15 +158,12 @@ struct Settings {
 }
 
 fn settings() -> Settings {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let ms = var("GPUSPY_NVML_MS")
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(100);
+    let config = crate::config::load();
     Settings {
         // With NVML off the thread still drains CUPTI every 100 ms.
-        interval: Duration::from_millis(if ms == 0 { 100 } else { ms.max(10) }),
-        nvml: ms != 0,
-        cupti: var("GPUSPY_CUPTI").is_none_or(|v| v != "0"),
+        interval: config.nvml_every.unwrap_or(Duration::from_millis(100)),
+        nvml: config.nvml_every.is_some(),
+        cupti: config.cupti,
     }
 }
 
@@ -262,9 +261,9 @@ fn driver_identity(ordinal: u32) -> (Option<String>, Option<u32>) {
     type Attribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> u32;
     const MULTIPROCESSOR_COUNT: c_int = 16;
     let (Some(get), Some(bus), Some(attr)) = (
-        doors::driver_symbol(c"cuDeviceGet"),
-        doors::driver_symbol(c"cuDeviceGetPCIBusId"),
-        doors::driver_symbol(c"cuDeviceGetAttribute"),
+        resolve::driver_symbol(c"cuDeviceGet"),
+        resolve::driver_symbol(c"cuDeviceGetPCIBusId"),
+        resolve::driver_symbol(c"cuDeviceGetAttribute"),
     ) else {
         return (None, None);
     };
@@ -290,7 +289,7 @@ fn driver_identity(ordinal: u32) -> (Option<String>, Option<u32>) {
 }
 
 fn cuda_driver_version() -> Option<u32> {
-    let f = doors::driver_symbol(c"cuDriverGetVersion")?;
+    let f = resolve::driver_symbol(c"cuDriverGetVersion")?;
     let mut v: c_int = 0;
     // SAFETY: cuDriverGetVersion(int*).
     let r = unsafe {

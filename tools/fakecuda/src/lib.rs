@@ -12,9 +12,11 @@
 //! - `FAKECUDA_FAIL="cuMemAlloc_v2=2"`: that symbol returns the given `CUresult`;
 //!   `"cuMemAlloc_v2=2:3"` fails only its first 3 calls.
 //!
-//! Symbols gpuspy wraps that this fake deliberately lacks (to test a partial driver):
-//! `cuLaunchCooperativeKernelMultiDevice`, the `cuMemcpy*BatchAsync*` family and
-//! `cuCtxSynchronize_v2`.
+//! It exports every symbol of gpuspy's hook list (shim/src/hooks.rs) but those it
+//! deliberately lacks, to test a partial driver: `cuLaunchCooperativeKernelMultiDevice`,
+//! the `cuMemcpy*BatchAsync*` family and `cuCtxSynchronize_v2`. A new hook takes two lines
+//! here: the export (in one of the macro lists below) and its version in `exports()`.
+//! tests/doors.rs `every_hook_resolves_through_every_door` checks both against the list.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -251,6 +253,50 @@ plain!(
     cuMemPrefetchAsync_v2_ptsz,
     cuMemAdvise,
     cuMemAdvise_v2,
+    cuStreamBeginCaptureToGraph,
+    cuStreamBeginCaptureToGraph_ptsz,
+    cuMemcpyHtoA_v2,
+    cuMemcpyHtoA_v2_ptds,
+    cuMemcpyAtoH_v2,
+    cuMemcpyAtoH_v2_ptds,
+    cuMemcpyHtoAAsync_v2,
+    cuMemcpyHtoAAsync_v2_ptsz,
+    cuMemcpyAtoHAsync_v2,
+    cuMemcpyAtoHAsync_v2_ptsz,
+    cuMemcpyDtoA_v2,
+    cuMemcpyDtoA_v2_ptds,
+    cuMemcpyAtoD_v2,
+    cuMemcpyAtoD_v2_ptds,
+    cuMemcpyAtoA_v2,
+    cuMemcpyAtoA_v2_ptds,
+    cuMemcpyWithAttributesAsync,
+    cuMemcpyWithAttributesAsync_ptsz,
+    cuMemcpy2DUnaligned_v2,
+    cuMemcpy2DUnaligned_v2_ptds,
+    cuMemcpy3DPeer,
+    cuMemcpy3DPeer_ptds,
+    cuMemcpy3DPeerAsync,
+    cuMemcpy3DPeerAsync_ptsz,
+    cuMemsetD16_v2,
+    cuMemsetD16_v2_ptds,
+    cuMemsetD16Async,
+    cuMemsetD16Async_ptsz,
+    cuMemsetD2D8_v2,
+    cuMemsetD2D8_v2_ptds,
+    cuMemsetD2D16_v2,
+    cuMemsetD2D16_v2_ptds,
+    cuMemsetD2D32_v2,
+    cuMemsetD2D32_v2_ptds,
+    cuMemsetD2D8Async,
+    cuMemsetD2D8Async_ptsz,
+    cuMemsetD2D16Async,
+    cuMemsetD2D16Async_ptsz,
+    cuMemsetD2D32Async,
+    cuMemsetD2D32Async_ptsz,
+    cuMemPoolTrimTo,
+    cuMemAllocPitch_v2,
+    cuMemPrefetchBatchAsync,
+    cuMemPrefetchBatchAsync_ptsz,
     // Not wrapped by gpuspy: passed through and listed by name.
     cuDeviceGetCount,
     cuCtxGetCurrent,
@@ -326,6 +372,16 @@ pub unsafe extern "C" fn cuMemAlloc(out: *mut u32, _bytes: u32) -> CUresult {
     let r = enter("cuMemAlloc");
     if r == 0 && !out.is_null() {
         *out = 0x1000_0000;
+    }
+    r
+}
+
+/// The legacy export takes a 32-bit size.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocHost(out: *mut *mut c_void, bytes: u32) -> CUresult {
+    let r = enter("cuMemAllocHost");
+    if r == 0 && !out.is_null() {
+        *out = libc::malloc((bytes as usize).max(1));
     }
     r
 }
@@ -471,6 +527,28 @@ fn exports() -> &'static [(&'static str, i32, *mut c_void)] {
                 cuMemPrefetchAsync_v2 @ 12020, cuMemPrefetchAsync_v2_ptsz @ 12020,
                 cuMemAdvise @ 8000, cuMemAdvise_v2 @ 12020,
                 cuDeviceGet @ 2000, cuDeviceGetCount @ 2000, cuDeviceGetAttribute @ 2000,
+                cuStreamBeginCaptureToGraph @ 12030, cuStreamBeginCaptureToGraph_ptsz @ 12030,
+                cuMemcpyHtoA_v2 @ 3020, cuMemcpyHtoA_v2_ptds @ 3020,
+                cuMemcpyAtoH_v2 @ 3020, cuMemcpyAtoH_v2_ptds @ 3020,
+                cuMemcpyHtoAAsync_v2 @ 3020, cuMemcpyHtoAAsync_v2_ptsz @ 3020,
+                cuMemcpyAtoHAsync_v2 @ 3020, cuMemcpyAtoHAsync_v2_ptsz @ 3020,
+                cuMemcpyDtoA_v2 @ 3020, cuMemcpyDtoA_v2_ptds @ 3020,
+                cuMemcpyAtoD_v2 @ 3020, cuMemcpyAtoD_v2_ptds @ 3020,
+                cuMemcpyAtoA_v2 @ 3020, cuMemcpyAtoA_v2_ptds @ 3020,
+                cuMemcpyWithAttributesAsync @ 12080, cuMemcpyWithAttributesAsync_ptsz @ 12080,
+                cuMemcpy2DUnaligned_v2 @ 3020, cuMemcpy2DUnaligned_v2_ptds @ 3020,
+                cuMemcpy3DPeer @ 4000, cuMemcpy3DPeer_ptds @ 4000,
+                cuMemcpy3DPeerAsync @ 4000, cuMemcpy3DPeerAsync_ptsz @ 4000,
+                cuMemsetD16_v2 @ 3020, cuMemsetD16_v2_ptds @ 3020,
+                cuMemsetD16Async @ 3020, cuMemsetD16Async_ptsz @ 3020,
+                cuMemsetD2D8_v2 @ 3020, cuMemsetD2D8_v2_ptds @ 3020,
+                cuMemsetD2D16_v2 @ 3020, cuMemsetD2D16_v2_ptds @ 3020,
+                cuMemsetD2D32_v2 @ 3020, cuMemsetD2D32_v2_ptds @ 3020,
+                cuMemsetD2D8Async @ 3020, cuMemsetD2D8Async_ptsz @ 3020,
+                cuMemsetD2D16Async @ 3020, cuMemsetD2D16Async_ptsz @ 3020,
+                cuMemsetD2D32Async @ 3020, cuMemsetD2D32Async_ptsz @ 3020,
+                cuMemAllocPitch_v2 @ 3020, cuMemAllocHost @ 2000, cuMemPoolTrimTo @ 11020,
+                cuMemPrefetchBatchAsync @ 13000, cuMemPrefetchBatchAsync_ptsz @ 13000,
                 cuCtxGetCurrent @ 4000, cuCtxSetCurrent @ 4000,
                 cuStreamCreate @ 2000, cuStreamDestroy_v2 @ 4000,
                 cuEventCreate @ 2000, cuEventDestroy_v2 @ 4000,
