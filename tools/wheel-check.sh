@@ -2,7 +2,8 @@
 # Builds the pip wheel the way `pip install .` does (PEP 517, an isolated build environment
 # with maturin from PyPI, the in-tree backend tools/pep517/gpuspy_build.py), tagged with the
 # manylinux tag in pyproject.toml's [tool.gpuspy], and leaves it in target/wheels/. Then
-# checks it: `auditwheel show` agrees with the tag, and from a fresh venv with nothing but
+# checks it: `auditwheel show` agrees with the tag, the sdist holds the whole workspace
+# (the shim a member), and from a fresh venv with nothing but
 # the wheel installed, the installed command finds its shim, profiles the simulated job
 # against the fake driver (as tools/main.sh does) and reports on it, and the documented
 # `LD_PRELOAD=$(gpuspy shim-path)` form works too. Called by .ci/run; needs network for
@@ -34,6 +35,21 @@ audit=$("$work/build/bin/auditwheel" show "$wheel" | tr '\n' ' ')
 echo "$audit" | grep -q "consistent with the following platform tag: \"${tag}_x86_64\"" \
     || fail "auditwheel show does not give ${tag}_x86_64: $audit"
 echo "   auditwheel: consistent with ${tag}_x86_64"
+
+echo "== wheel-check: the sdist is the workspace (the shim is a member, as in a clone)"
+"$work/build/bin/pip" install -q 'build>=1,<2'
+"$work/build/bin/python" -m build -q --sdist -o "$work/sdist" . >/dev/null
+python3 - "$work/sdist/gpuspy-$version.tar.gz" <<'PY'
+import sys, tarfile, tomllib
+with tarfile.open(sys.argv[1]) as tar:
+    top = tar.getnames()[0].split("/")[0]
+    names = set(tar.getnames())
+    manifest = tomllib.load(tar.extractfile(f"{top}/Cargo.toml"))
+members = manifest["workspace"]["members"]
+for path in ["shim/Cargo.toml", "shim/src/lib.rs", "tools/pep517/gpuspy_build.py", "tools/fakecuda/Cargo.toml"]:
+    assert f"{top}/{path}" in names, f"the sdist has no {path}"
+assert "shim" in members, f"the sdist's workspace members are {members}"
+PY
 
 echo "== wheel-check: installing $(basename "$wheel") into a fresh venv"
 python3 -m venv "$work/env"
