@@ -2,12 +2,12 @@
 # Builds the pip wheel the way `pip install .` does (PEP 517, an isolated build environment
 # with maturin from PyPI, the in-tree backend tools/pep517/gpuspy_build.py), tagged with the
 # manylinux tag in pyproject.toml's [tool.gpuspy], and leaves it in target/wheels/. Then
-# checks it: `auditwheel show` agrees with the tag, the sdist holds the whole workspace
-# (the shim a member), and from a fresh venv with nothing but
-# the wheel installed, the installed command finds its shim, profiles the simulated job
-# against the fake driver (as tools/main.sh does) and reports on it, and the documented
-# `LD_PRELOAD=$(gpuspy shim-path)` form works too. Called by .ci/run; needs network for
-# PyPI. Reuses the cargo target dir, so after tools/main.sh it compiles nothing.
+# checks it: `auditwheel show` agrees with the tag; the sdist holds the whole workspace (the
+# shim a member); and from a fresh venv with nothing but the wheel installed, the installed
+# command finds its shim, profiles the simulated job against the fake driver (as
+# tools/main.sh does) and reports on it, and `LD_PRELOAD=$(gpuspy shim-path)` works too.
+# Called by .ci/run; needs PyPI. Reuses the cargo target dir: after tools/main.sh it
+# compiles nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/ensure-deps.sh
