@@ -21,8 +21,12 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-/// libgpuspy.so beside this binary, or `GPUSPY_SHIM`.
-fn shim_path() -> Result<PathBuf> {
+/// Where `gpuspy run` finds libgpuspy.so: `GPUSPY_SHIM`, else beside this binary (a cargo
+/// build, a copied pair), else `<exe dir>/../lib/gpuspy/libgpuspy.so`, where the pip wheel
+/// puts it: the wheel's data files install under the environment's root and its scripts
+/// under `bin/` (sysconfig's `data` and `scripts` paths), in a venv, a `--user` install and
+/// a system prefix alike. No Python is needed to find it at run time.
+pub fn shim_path() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("GPUSPY_SHIM") {
         let path = PathBuf::from(path);
         if !path.is_file() {
@@ -32,14 +36,42 @@ fn shim_path() -> Result<PathBuf> {
         return Ok(path);
     }
     let exe = std::env::current_exe().context("cannot locate the gpuspy binary")?;
-    let shim = exe.with_file_name("libgpuspy.so");
-    if !shim.exists() {
-        bail!(
-            "{} not found: libgpuspy.so must sit beside the gpuspy binary (or set GPUSPY_SHIM)",
-            shim.display()
+    let beside = exe.with_file_name("libgpuspy.so");
+    let installed = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|root| root.join("lib/gpuspy/libgpuspy.so"));
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    match installed {
+        Some(shim) if shim.is_file() => Ok(shim),
+        installed => bail!(
+            "libgpuspy.so not found at {}{}: it must sit beside the gpuspy binary or where \
+             the pip wheel installs it (or set GPUSPY_SHIM)",
+            beside.display(),
+            installed
+                .map(|p| format!(" nor at {}", p.display()))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// `gpuspy shim-path`: the absolute path `gpuspy run` would preload, for
+/// `LD_PRELOAD=$(gpuspy shim-path) python train.py`.
+pub fn print_shim_path() -> Result<ExitCode> {
+    let shim = shim_path()?;
+    let shim = std::fs::canonicalize(&shim)
+        .with_context(|| format!("cannot resolve {}", shim.display()))?;
+    if !preload::taken_whole(&shim) {
+        // ld.so would split it; `gpuspy run` works around that, a shell variable cannot.
+        eprintln!(
+            "gpuspy: ld.so splits LD_PRELOAD at spaces, colons and `$`, so this path cannot \
+             be preloaded as it is; use `gpuspy run`, or a symlink to it from a plain path"
         );
     }
-    Ok(shim)
+    println!("{}", shim.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run(

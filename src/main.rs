@@ -110,6 +110,9 @@ enum Command {
         #[arg(long)]
         markdown_table: bool,
     },
+    /// Print the absolute path of libgpuspy.so, the library `gpuspy run` preloads, for
+    /// `LD_PRELOAD=$(gpuspy shim-path) python train.py`.
+    ShimPath,
 }
 
 /// Files for CI systems, written by `diff`, `check` and `run --check`.
@@ -192,6 +195,7 @@ fn main() -> ExitCode {
         Command::Explain { id, markdown_table } => {
             cmd_explain::explain(id.as_deref(), markdown_table).map(|()| ExitCode::SUCCESS)
         }
+        Command::ShimPath => cmd_run::print_shim_path(),
     };
     match result {
         Ok(code) => code,

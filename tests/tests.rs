@@ -31,3 +31,6 @@ mod ranks;
 mod recording;
 /// `gpuspy run` itself: the preload path, signals, shared and unusable dump directories.
 mod run;
+/// The pip wheel's contract: the shim's glibc needs within the wheel's manylinux tag, the
+/// installed layout's shim lookup, `--version`.
+mod wheel;

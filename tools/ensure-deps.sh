@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing gpuspy needs on a fresh Debian machine: a C compiler
 # (the integration tests and the demo compile small C programs against the fake driver),
-# xmllint (the tests validate JUnit output against a schema) and the Rust toolchain's
-# rustfmt/clippy components. Called by tools/test.sh and tools/main.sh; safe to run again,
-# and it does nothing (no apt-get, no network) when everything is there.
+# xmllint (the tests validate JUnit output against a schema), objdump (a test reads the
+# shim's glibc symbol versions), Python with venv (tools/wheel-check.sh builds and installs
+# the pip wheel) and the Rust toolchain's rustfmt/clippy components. Called by tools/test.sh,
+# tools/main.sh and tools/wheel-check.sh; safe to run again, and it does nothing (no
+# apt-get, no network) when everything is there.
 set -euo pipefail
 if ! command -v cargo >/dev/null 2>&1; then
     echo "tools/ensure-deps.sh: cargo is not installed; install Rust (https://rustup.rs) first" >&2
@@ -12,9 +14,11 @@ fi
 missing=()
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
+command -v objdump >/dev/null 2>&1 || missing+=(binutils)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
     if ! command -v apt-get >/dev/null 2>&1; then
-        echo "tools/ensure-deps.sh: missing ${missing[*]} (Debian package names) and no apt-get to install them; install a C compiler (cc) and xmllint, then run again" >&2
+        echo "tools/ensure-deps.sh: missing ${missing[*]} (Debian package names) and no apt-get to install them; install a C compiler (cc), xmllint, objdump and Python 3 with venv, then run again" >&2
         exit 1
     fi
     sudo=""

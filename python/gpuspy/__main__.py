@@ -1,0 +1,3 @@
+from gpuspy import main
+
+main()
