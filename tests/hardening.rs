@@ -339,10 +339,7 @@ fn linked_into(out: &Path) -> (usize, String) {
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stdout).contains("linked: done"));
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let dumps = entries(out)
-        .iter()
-        .filter(|p| name(p).starts_with("gpuspy-"))
-        .count();
+    let dumps = dumps_in(out).len();
     (dumps, stderr)
 }
 

@@ -165,17 +165,7 @@ fn a_planted_symlink_is_not_followed_and_the_dump_is_still_written() {
             "keep me",
             "{how}"
         );
-        let dumps: Vec<_> = std::fs::read_dir(out.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with("gpuspy-")
-            })
-            .collect();
+        let dumps = dumps_in(out.path());
         assert_eq!(dumps.len(), 1, "{how}");
         assert_eq!(
             count(&report_json(&[&dumps[0]]), "cuLaunchKernel"),

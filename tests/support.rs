@@ -135,29 +135,33 @@ impl Run {
         String::from_utf8_lossy(&self.output.stdout).into_owned()
     }
 
-    /// The dumps written (a process killed while writing may leave a `.gpuspy-*.tmp` file,
-    /// which is not one).
     pub fn dumps(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = match std::fs::read_dir(self.out_dir.path()) {
-            Ok(rd) => rd
-                .map(|e| e.unwrap().path())
-                .filter(|p| {
-                    p.file_name()
-                        .unwrap()
-                        .to_str()
-                        .unwrap()
-                        .starts_with("gpuspy-")
-                })
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        v.sort();
-        v
+        dumps_in(self.out_dir.path())
     }
 
     pub fn report(&self) -> Value {
         report_json(&[self.out_dir.path()])
     }
+}
+
+/// The dumps in `dir`, sorted (a process killed while writing may leave a `.gpuspy-*.tmp`
+/// file, which is not one).
+pub fn dumps_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("gpuspy-")
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    v.sort();
+    v
 }
 
 /// A command with the fake driver on the library path and the shim preloaded.
