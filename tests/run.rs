@@ -1,4 +1,5 @@
 use crate::support::*;
+use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -20,13 +21,27 @@ fn wait_for(path: &Path) {
     }
 }
 
+/// `-o DIR/out -- waiter LAUNCHES READY`: the waiter program under `gpuspy run`, which makes
+/// LAUNCHES launches, creates READY and waits for signals.
+fn waiter_args(dir: &Path, launches: u32, ready: &Path) -> Vec<String> {
+    [
+        "-o".to_string(),
+        dir.join("out").display().to_string(),
+        "--".to_string(),
+        program("waiter").display().to_string(),
+        launches.to_string(),
+        ready.display().to_string(),
+    ]
+    .to_vec()
+}
+
 /// `gpuspy run ARGS` against the fake driver, outside GitHub Actions, output to files in
 /// `dir` so that a test can signal it while it runs.
-fn spawn_run(dir: &Path, args: &[&str]) -> Child {
+fn spawn_run(dir: &Path, args: &[impl AsRef<OsStr>]) -> Child {
     run_command(dir, args).spawn().unwrap()
 }
 
-fn run_command(dir: &Path, args: &[&str]) -> Command {
+fn run_command(dir: &Path, args: &[impl AsRef<OsStr>]) -> Command {
     let mut cmd = Command::new(gpuspy());
     // gpuspy keeps signals that were ignored when it started ignored (nohup), as it should:
     // a suite started as a background job passes SIGINT on ignored, so start gpuspy with
@@ -213,17 +228,7 @@ fn killing_gpuspy_does_not_orphan_the_job() {
 fn sigint_sent_to_gpuspy_alone_is_forwarded_once() {
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("ready");
-    let child = spawn_run(
-        dir.path(),
-        &[
-            "-o",
-            s(&dir.path().join("out")),
-            "--",
-            s(&program("waiter")),
-            "3",
-            s(&ready),
-        ],
-    );
+    let child = spawn_run(dir.path(), &waiter_args(dir.path(), 3, &ready));
     wait_for(&ready);
     signal(&child, libc::SIGINT);
     wait_for(&dir.path().join("ready.int"));
@@ -269,7 +274,7 @@ fn pty() -> Pty {
     }
 }
 
-fn spawn_on_pty(pty: &Pty, dir: &Path, args: &[&str]) -> Child {
+fn spawn_on_pty(pty: &Pty, dir: &Path, args: &[impl AsRef<OsStr>]) -> Child {
     let mut cmd = run_command(dir, args);
     cmd.stdin(pty.slave.try_clone().unwrap());
     // SAFETY: setsid and ioctl are async-signal-safe; stdin (the slave) becomes the new
@@ -293,18 +298,7 @@ fn ctrl_c_on_the_terminal_reaches_the_child_once() {
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("ready");
     let mut pty = pty();
-    let child = spawn_on_pty(
-        &pty,
-        dir.path(),
-        &[
-            "-o",
-            s(&dir.path().join("out")),
-            "--",
-            s(&program("waiter")),
-            "3",
-            s(&ready),
-        ],
-    );
+    let child = spawn_on_pty(&pty, dir.path(), &waiter_args(dir.path(), 3, &ready));
     wait_for(&ready);
     pty.master.write_all(b"\x03").unwrap();
     wait_for(&dir.path().join("ready.int"));
@@ -326,18 +320,7 @@ fn a_hangup_of_gpuspys_terminal_is_forwarded() {
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("ready");
     let pty = pty();
-    let child = spawn_on_pty(
-        &pty,
-        dir.path(),
-        &[
-            "-o",
-            s(&dir.path().join("out")),
-            "--",
-            s(&program("waiter")),
-            "3",
-            s(&ready),
-        ],
-    );
+    let child = spawn_on_pty(&pty, dir.path(), &waiter_args(dir.path(), 3, &ready));
     wait_for(&ready);
     drop(pty);
     let out = finish(child, dir.path());
