@@ -30,6 +30,12 @@ struct NextEnv {
     pointers: Vec<*const c_char>,
 }
 
+/// The environment to hand the real function: ours where this process records, else the
+/// caller's own.
+fn envp_for_next(env: &Option<NextEnv>, envp: Argv) -> Argv {
+    env.as_ref().map_or(envp, |e| e.pointers.as_ptr())
+}
+
 /// Writes this image's dump and builds the next image's environment, or None when this
 /// process does not record.
 fn prepare(envp: Argv) -> Option<NextEnv> {
@@ -72,25 +78,19 @@ fn enosys() -> c_int {
     -1
 }
 
-type ExecveFn = unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int;
-type ExecvpeFn = unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int;
+/// `execve` and `execvpe` alike.
+type ExecFn = unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int;
 type FexecveFn = unsafe extern "C" fn(c_int, Argv, Argv) -> c_int;
 
 #[no_mangle]
 pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
     // SAFETY: libc's execve.
-    let Some(real) = (unsafe { NEXT.get::<ExecveFn>(0) }) else {
+    let Some(real) = (unsafe { NEXT.get::<ExecFn>(0) }) else {
         return enosys();
     };
     let env = prepare(envp);
     // SAFETY: the caller's arguments; the environment lives until the call returns.
-    unsafe {
-        real(
-            path,
-            argv,
-            env.as_ref().map_or(envp, |e| e.pointers.as_ptr()),
-        )
-    }
+    unsafe { real(path, argv, envp_for_next(&env, envp)) }
 }
 
 #[no_mangle]
@@ -102,18 +102,12 @@ pub unsafe extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
     // SAFETY: libc's execvpe.
-    let Some(real) = (unsafe { NEXT.get::<ExecvpeFn>(1) }) else {
+    let Some(real) = (unsafe { NEXT.get::<ExecFn>(1) }) else {
         return enosys();
     };
     let env = prepare(envp);
     // SAFETY: as in execve.
-    unsafe {
-        real(
-            file,
-            argv,
-            env.as_ref().map_or(envp, |e| e.pointers.as_ptr()),
-        )
-    }
+    unsafe { real(file, argv, envp_for_next(&env, envp)) }
 }
 
 #[no_mangle]
@@ -130,5 +124,5 @@ pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
     };
     let env = prepare(envp);
     // SAFETY: as in execve.
-    unsafe { real(fd, argv, env.as_ref().map_or(envp, |e| e.pointers.as_ptr())) }
+    unsafe { real(fd, argv, envp_for_next(&env, envp)) }
 }

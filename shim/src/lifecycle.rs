@@ -233,9 +233,9 @@ fn writer(wake: libc::c_int, flush_ms: libc::c_int, generation: u32) {
         }
         match SIGNAL_REQUEST.load(Acquire) {
             0 if woken => {}
-            0 => write(Dump::Periodic),
+            0 => write(Occasion::Periodic),
             signal => {
-                write(Dump::Final(Some(Ending::Signal(signal))));
+                write(Occasion::Final(Some(Ending::Signal(signal))));
                 SIGNAL_DUMP_DONE.store(true, Release);
                 return;
             }
@@ -266,7 +266,7 @@ pub fn signal_dump_written() -> bool {
 
 /// What a write is for.
 #[derive(Clone, Copy)]
-enum Dump {
+enum Occasion {
     /// The writer thread's periodic flush of a running process.
     Periodic,
     /// Just before `exec`: complete, but the image runs on if `exec` fails.
@@ -280,7 +280,7 @@ static WRITING: AtomicBool = AtomicBool::new(false);
 static FINAL_WRITTEN: AtomicBool = AtomicBool::new(false);
 
 /// Writes this process's dump if it made driver calls.
-fn write(what: Dump) {
+fn write(what: Occasion) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     if !active() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
@@ -293,7 +293,7 @@ fn write(what: Dump) {
         .compare_exchange(false, true, Acquire, Relaxed)
         .is_err()
     {
-        if matches!(what, Dump::Periodic) || spins > 2_000 {
+        if matches!(what, Occasion::Periodic) || spins > 2_000 {
             return;
         }
         spins += 1;
@@ -305,12 +305,12 @@ fn write(what: Dump) {
             first_call_unix_ns: FIRST_CALL_UNIX_NS.load(Relaxed),
         };
         let (complete, ending) = match what {
-            Dump::Periodic => (false, None),
-            Dump::BeforeExec => (true, Some(Ending::Exec)),
-            Dump::Final(ending) => (true, ending),
+            Occasion::Periodic => (false, None),
+            Occasion::BeforeExec => (true, Some(Ending::Exec)),
+            Occasion::Final(ending) => (true, ending),
         };
         let _ = std::panic::catch_unwind(|| dump::write(times, complete, ending));
-        if matches!(what, Dump::Final(_)) {
+        if matches!(what, Occasion::Final(_)) {
             FINAL_WRITTEN.store(true, Release);
         }
     }
@@ -320,7 +320,7 @@ fn write(what: Dump) {
 /// Just before this image is replaced: its dump, GPU collection finished first.
 pub fn before_exec() {
     crate::gpu::finish();
-    write(Dump::BeforeExec);
+    write(Occasion::BeforeExec);
 }
 
 /// Whether this process generation records (so an `exec` of it is a new image of ours).
@@ -331,7 +331,7 @@ pub fn owns_process() -> bool {
 
 /// Normal exit and dlclose.
 extern "C" fn on_unload() {
-    write(Dump::Final(None));
+    write(Occasion::Final(None));
 }
 
 #[used]
@@ -342,7 +342,7 @@ type ExitFn = unsafe extern "C" fn(libc::c_int) -> !;
 
 fn exit_via(name: &std::ffi::CStr, status: libc::c_int) -> ! {
     crate::gpu::finish();
-    write(Dump::Final(None));
+    write(Occasion::Final(None));
     let real = crate::resolve::lookup(libc::RTLD_NEXT, name);
     if !real.is_null() {
         // SAFETY: the next definition of _exit/_Exit, same signature.
