@@ -93,7 +93,7 @@ fn dumps_are_not_world_writable_and_carry_the_header() {
     assert_eq!(mode & 0o002, 0, "world-writable dump: {mode:o}");
     let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
     assert_eq!(dump["schema"], "gpuspy-dump");
-    assert_eq!(dump["schema_version"], 1);
+    assert_eq!(dump["schema_version"], gpuspy_format::SCHEMA_VERSION);
     let pid = dump["process"]["pid"].as_u64().unwrap();
     let name = dumps[0].file_name().unwrap().to_str().unwrap();
     assert!(

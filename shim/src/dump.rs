@@ -130,6 +130,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         unwrapped_symbols: unwrapped::names(),
         nccl: crate::nccl::snapshot(),
         gpu: crate::gpu::snapshot(),
+        timeline: None,
     }
 }
 

@@ -7,13 +7,17 @@
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change a reader of the previous version would misread.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 2 added the timeline; this reader still reads version 1 (no timeline).
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest version this reader reads.
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 /// The `schema` field of every dump, so that a stray JSON file is recognised as foreign.
 pub const SCHEMA_NAME: &str = "gpuspy-dump";
 
 pub mod apis;
 pub mod gpu;
 pub mod hist;
+pub mod timeline;
 pub mod trust;
 pub use hist::Histogram;
 
@@ -59,6 +63,9 @@ pub struct Dump {
     /// succeed.
     #[serde(default)]
     pub gpu: Option<gpu::Gpu>,
+    /// The time axis (schema 2 on); None in older dumps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<timeline::Timeline>,
 }
 
 /// What the process asked NCCL to do: host-side enqueue, not GPU time.
@@ -410,10 +417,10 @@ pub fn parse_dump(text: &str) -> Result<Dump, String> {
     let Some(HeaderField::U64(version)) = header.schema_version else {
         return Err("gpuspy dump without a schema_version".into());
     };
-    if version != u64::from(SCHEMA_VERSION) {
+    if !(u64::from(OLDEST_SCHEMA_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&version) {
         return Err(format!(
-            "dump schema version {version} is not supported by this gpuspy (reads version {SCHEMA_VERSION}); \
-             use the gpuspy that wrote it"
+            "dump schema version {version} is not supported by this gpuspy (reads versions \
+             {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION}); use the gpuspy that wrote it"
         ));
     }
     let dump: Dump = serde_json::from_str(text).map_err(|e| format!("malformed dump ({e})"))?;

@@ -1,0 +1,230 @@
+//! The time axis of one process: counters per window of time, host side and GPU side, plus
+//! bounded samples of single events. The shim fills it; the CLI only sums and judges
+//! (phases, steady state, the cause of GPU idle time).
+//!
+//! Every time is Unix-epoch nanoseconds (`CLOCK_REALTIME`), the clock CUPTI's records use:
+//! the shim converts its own ticks to it with the offset it measured at start (see
+//! docs/dump-format.md, "Clocks"). Window `i` covers
+//! `[start_unix_ns + i * window_ns, start_unix_ns + (i + 1) * window_ns)`.
+//!
+//! The table never grows past `WINDOWS`: when the run outgrows it, neighbouring windows are
+//! merged pairwise (`merge_pairs`) and `window_ns` doubles, so any run length fits in a
+//! fixed size. The series are stored column-wise (one `Vec` per quantity, all of the same
+//! length) because that is the compact JSON form: 256 windows of some 30 quantities stay
+//! well under the 64 KB a timeline may add to a dump.
+
+use crate::{Direction, HostKind, SyncCause};
+use serde::{Deserialize, Serialize};
+
+/// The most windows a timeline keeps.
+pub const WINDOWS: usize = 256;
+/// The width of a window before any merge.
+pub const FIRST_WINDOW_NS: u64 = 10_000_000;
+/// The most events each bounded sample keeps.
+pub const SAMPLED_EVENTS: usize = 16;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Timeline {
+    pub start_unix_ns: u64,
+    pub window_ns: u64,
+    pub host: HostWindows,
+    /// One entry per device CUPTI reported activity for; empty without CUPTI.
+    #[serde(default)]
+    pub devices: Vec<DeviceWindows>,
+    /// The longest blocking calls of the run and the most recent ones (each at most
+    /// `SAMPLED_EVENTS`, longest first / oldest first).
+    #[serde(default)]
+    pub longest_blocking: Vec<HostEvent>,
+    #[serde(default)]
+    pub recent_blocking: Vec<HostEvent>,
+    /// NVTX ranges the program pushed, per name (at most `NVTX_NAMES` names).
+    #[serde(default)]
+    pub nvtx: Vec<NvtxRanges>,
+}
+
+/// Host-side counters per window, derived from the per-thread statistics off the hot path.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostWindows {
+    /// Outermost intercepted calls that ended in the window.
+    pub calls: Vec<u64>,
+    /// Kernel launches (every `cuLaunch*` variant) among them.
+    pub launches: Vec<u64>,
+    /// Time inside outermost driver calls, all threads; and the part in launch calls, in
+    /// module loading and linking (`cuModuleLoad*`, `cuLibraryLoad*`, `cuLink*`: where JIT
+    /// and lazy loading show), and in context creation and `cuInit`.
+    pub driver_ns: Vec<u64>,
+    pub launch_ns: Vec<u64>,
+    pub module_ns: Vec<u64>,
+    pub init_ns: Vec<u64>,
+    /// Host time blocked per sync cause; a cause appears only if it occurred.
+    #[serde(default)]
+    pub blocked_ns: Vec<CauseSeries>,
+    /// Bytes named by copy calls, per direction and host memory kind that occurred.
+    #[serde(default)]
+    pub copy_bytes: Vec<CopySeries>,
+    pub allocs: Vec<u64>,
+    pub frees: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CauseSeries {
+    pub cause: SyncCause,
+    pub ns: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CopySeries {
+    pub direction: Direction,
+    pub host: HostKind,
+    pub bytes: Vec<u64>,
+}
+
+/// What CUPTI saw on one device, per window of the same table.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceWindows {
+    pub ordinal: u32,
+    /// The part of each window CUPTI was recording: the whole window under
+    /// `GPUSPY_CUPTI=full`, a share of it when activity is sampled. Busy and idle times
+    /// below cover only that part; the CLI scales them by `window_ns / observed_ns`.
+    pub observed_ns: Vec<u64>,
+    /// Time at least one kernel ran; kernels that ended in the window.
+    pub busy_ns: Vec<u64>,
+    pub kernels: Vec<u64>,
+    /// Bytes moved by copies the GPU ran, any direction.
+    pub copy_bytes: Vec<u64>,
+    /// Unified-memory page faults (CPU faults plus GPU fault groups).
+    pub um_faults: Vec<u64>,
+    /// Observed idle time, per cause of the gap it belongs to; a cause appears only if it
+    /// occurred. The idle time of a gap is put in the windows it spans.
+    #[serde(default)]
+    pub idle_ns: Vec<IdleSeries>,
+    /// The longest idle gaps above `LONG_GAP_NS` and the most recent ones.
+    #[serde(default)]
+    pub longest_gaps: Vec<IdleGap>,
+    #[serde(default)]
+    pub recent_gaps: Vec<IdleGap>,
+}
+
+/// Gaps at least this long are kept as single events.
+pub const LONG_GAP_NS: u64 = 1_000_000;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IdleSeries {
+    pub cause: IdleCause,
+    pub ns: Vec<u64>,
+}
+
+/// What the host was doing when a GPU idle gap opened (the GPU had finished everything
+/// queued). The shim's collector decides it from the host's blocking events; the CLI turns
+/// causes into findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdleCause {
+    /// A blocking sync (explicit, or a synchronous copy) returned as the GPU finished, and
+    /// the host then worked with nothing queued: the sync's doing.
+    AfterSync,
+    /// The host was inside a pageable copy, which the driver stages in pieces.
+    PageableCopy,
+    /// The host was allocating or freeing device or pinned memory.
+    Alloc,
+    /// The host was waiting in a collective call.
+    Collective,
+    /// The host was outside the driver or launching, with nothing queued and no blocking
+    /// call just before: launch overhead or host work (data loading, Python); the CLI tells
+    /// them apart by the window's launch rate and launch time.
+    Host,
+    /// Host events of the time were lost (a thread's event ring overflowed).
+    Unknown,
+}
+
+impl IdleCause {
+    pub const ALL: [IdleCause; 6] = [
+        IdleCause::AfterSync,
+        IdleCause::PageableCopy,
+        IdleCause::Alloc,
+        IdleCause::Collective,
+        IdleCause::Host,
+        IdleCause::Unknown,
+    ];
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IdleGap {
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub cause: IdleCause,
+}
+
+/// A blocking host call: a sync, a synchronous or pageable copy, an allocation or free.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostEvent {
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub kind: HostEventKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostEventKind {
+    /// One of the `SyncCause`s.
+    Sync(SyncCause),
+    Alloc,
+    Collective,
+}
+
+/// The most NVTX range names a timeline keeps; later names are counted in the last one.
+pub const NVTX_NAMES: usize = 64;
+
+/// Ranges of one name (`torch.cuda.nvtx.range_push("forward")`, Megatron's and NeMo's).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NvtxRanges {
+    pub name: String,
+    pub count: u64,
+    pub total_ns: u64,
+    pub first_start_unix_ns: u64,
+    pub last_end_unix_ns: u64,
+    /// Time inside ranges of this name, per window of the table.
+    pub ns: Vec<u64>,
+}
+
+/// Merges neighbouring slots pairwise: the series of a table whose window doubles.
+pub fn merge_pairs(series: &mut Vec<u64>) {
+    *series = series.chunks(2).map(|pair| pair.iter().sum()).collect();
+}
+
+/// Spreads `[start, end)` over `series` (window `window_ns` from `origin`), growing it as
+/// needed: the part of the interval in each window is added to it. The caller keeps the
+/// table within `WINDOWS` (merging first) before the interval's end passes it.
+pub fn spread(series: &mut Vec<u64>, origin: u64, window_ns: u64, start: u64, end: u64) {
+    let mut at = start.max(origin);
+    while at < end {
+        let slot = ((at - origin) / window_ns) as usize;
+        let slot_end = origin + (slot as u64 + 1) * window_ns;
+        if series.len() <= slot {
+            series.resize(slot + 1, 0);
+        }
+        series[slot] += slot_end.min(end) - at;
+        at = slot_end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_merge_and_an_odd_tail_stays() {
+        let mut s = vec![1, 2, 3, 4, 5];
+        merge_pairs(&mut s);
+        assert_eq!(s, vec![3, 7, 5]);
+    }
+
+    #[test]
+    fn an_interval_is_split_at_window_edges() {
+        let mut s = Vec::new();
+        spread(&mut s, 100, 10, 95, 127);
+        assert_eq!(s, vec![10, 10, 7]);
+        spread(&mut s, 100, 10, 131, 132);
+        assert_eq!(s, vec![10, 10, 7, 1]);
+    }
+}
