@@ -115,6 +115,8 @@ pub struct ProcessInfo {
     pub unrecorded_calls: u64,
     /// What the GPU itself reported to this process (NVML, CUPTI), if the shim collected it.
     pub gpu: Option<Box<Gpu>>,
+    /// The time axis of the latest image (dumps of schema 2 on).
+    pub timeline: Option<Box<gpuspy_format::timeline::Timeline>>,
 }
 
 /// One communicator as its members saw it.
@@ -267,6 +269,7 @@ impl Profile {
             copied_bytes: 0,
             unrecorded_calls: d.unrecorded_calls,
             gpu: d.gpu.map(Box::new),
+            timeline: d.timeline.map(Box::new),
         });
         let clipped = &mut p.saturated;
         let (mut calls, mut copied) = (0, 0);
