@@ -1,51 +1,103 @@
 """Labelled workloads that each stage one problem gpuspy diagnoses, plus healthy ones and
-the fixed versions of three. Each prints `loop_s <seconds>` for its steady-state loop.
+the fixed version of each problem. Written the way people write them: imports, model
+set-up, a few warm-up steps (a Triton JIT where it fits), then the loop. Each prints
+`loop_s <seconds>` for its loop and `step_s <seconds>` per step.
 
-    python3 examples/staged.py MODE
+    python3 examples/staged.py MODE [--form short|long|default]
 
-Modes and the first finding each should get (bench/gpu/diagnose.sh checks them):
-    launch-bound      many tiny elementwise ops, one kernel each          -> launch-bound
-    sync-stalled      .item() on every step                                -> sync-stalled
-    sync-fixed        the same, metric accumulated on the GPU, read once  -> (fix)
-    pageable-memcpy   a pageable 16 MiB batch copied every step            -> pageable-memcpy
-    pageable-fixed    the same batch pinned, copied non_blocking           -> (fix)
-    alloc-churn       run with PYTORCH_NO_CUDA_MEMORY_CACHING=1            -> alloc-churn
-    alloc-fixed       the same loop with the caching allocator on          -> (fix)
-    slow-startup      one small op in a fresh process                      -> slow-startup
+`short` is a loop of at most about 0.5 s after the set-up, `long` one of 5 s or more;
+`default` keeps the step counts bench/gpu/diagnose.sh has always used.
+
+Modes, the first finding each should get, and the fix (bench/gpu/phases.sh checks them):
+    launch-bound      many tiny elementwise ops, one kernel each          -> launch-bound     (launch-fixed: a CUDA graph)
+    sync-stalled      .item() on every step of matmul work                -> sync-stalled     (sync-fixed)
+    sync-host         .item() on every step, then 3.5 ms of host work     -> sync-stalled     (sync-host-fixed)
+    pageable-memcpy   a pageable 16 MiB batch copied every step            -> pageable-memcpy  (pageable-fixed)
+    alloc-churn       run with PYTORCH_NO_CUDA_MEMORY_CACHING=1            -> alloc-churn      (alloc-fixed)
+    input-starved     3 ms of host "loading" per 1 ms GPU step            -> input-starved    (input-fixed)
+    um-fault-heavy    CuPy managed memory touched by host and GPU          -> um-fault-heavy   (um-fixed)
+    small-grid        a CuPy kernel on 16 Mi floats with a 1-block grid    -> small-grid       (small-grid-fixed)
+    triton-small-grid a Triton kernel with a 4-block grid, JIT in step 1   -> small-grid       (triton-grid-fixed)
+    slow-startup      CUDA_MODULE_LOADING=EAGER: every module loaded       -> slow-startup     (slow-startup-fixed)
     healthy-matmul    large bf16 matmuls                                   -> no warning
     healthy-graph     a captured step replayed as a CUDA graph             -> no warning
-    input-starved     3 ms of host "loading" per 1 ms GPU step            -> input-starved
-    input-fixed       the same batches loaded by 4 threads, ahead          -> (fix)
-    um-fault-heavy    CuPy managed memory touched by host and GPU          -> um-fault-heavy
-    um-fixed          the same, prefetched to where it is used next        -> (fix)
-    small-grid        a CuPy kernel on 16 Mi floats with a 1-block grid    -> small-grid
-    small-grid-fixed  the same kernel with one thread per element          -> (fix)
+    healthy-pauses    a matmul loop with a checkpoint pause every quarter -> no warning (the pauses are phases)
+    healthy-compile   a torch.compile'd MLP: compile in the first steps   -> no warning (the compile is a phase)
 
-The last six need CUPTI activity (on by default; torch's import loads libcupti, which
-CuPy's modes then find).
+um-* and small-grid need CuPy; the modes that judge kernels need CUPTI activity (on by
+default; torch's import loads libcupti, which CuPy's modes then find).
 """
-import sys
+import argparse
+import os
 import time
 
 import torch
 
+# Steps per form: (short, long, default). Short loops run about 0.2-0.5 s on an H200,
+# long ones 5 s or more; default is what bench/gpu/diagnose.sh has always run.
+STEPS = {
+    "launch": (20_000, 400_000, 60_000),
+    "sync": (1_200, 15_000, 8_000),
+    "sync-host": (60, 800, 200),
+    "copies": (300, 4_500, 600),
+    "alloc": (2_500, 35_000, 3_000),
+    "input": (100, 1_300, 1_000),
+    "managed": (3, 40, 20),
+    "small-grid": (20, 240, 50),
+    "triton-grid": (60, 800, 200),
+    "startup": (1, 1, 1),
+    "matmul": (250, 3_200, 2_500),
+    "graph": (200, 4_000, 2_000),
+    "pauses": (1_500, 25_000, 8_000),
+    "compile": (200, 4_000, 1_000),
+}
+FORM = {"short": 0, "long": 1, "default": 2}
 
-def timed(fn):
+
+def timed(fn, steps):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    fn()
+    fn(steps)
     torch.cuda.synchronize()
-    print(f"loop_s {time.perf_counter() - t0:.4f}")
+    loop = time.perf_counter() - t0
+    print(f"loop_s {loop:.4f}")
+    print(f"step_s {loop / steps:.6f}")
 
 
-def launch_bound():
+def busy_host(seconds):
+    """Host work that keeps a core busy (decoding, augmenting, logging), not a sleep."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def launch_bound(graphed):
     x = torch.ones(256, device="cuda")
+    if not graphed:
+        def loop(n):
+            nonlocal x
+            for _ in range(n):
+                x = x * 1.0001 + 0.1
+        loop(100)  # warm-up
+        return loop
+    # The fix: the same 2 ops x 50 steps captured once and replayed.
+    per_graph = 50
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            y = x * 1.0001 + 0.1
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = x
+        for _ in range(per_graph):
+            y = y * 1.0001 + 0.1
 
-    def loop():
-        nonlocal x
-        for _ in range(60_000):
-            x = x * 1.0001 + 0.1
-    timed(loop)
+    def loop(n):
+        for _ in range(n // per_graph):
+            graph.replay()
+    return loop
 
 
 def sync_steps(fixed):
@@ -55,9 +107,9 @@ def sync_steps(fixed):
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
     b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
 
-    def loop():
+    def loop(n):
         total = torch.zeros((), device="cuda") if fixed else 0.0
-        for _ in range(8_000):
+        for _ in range(n):
             y = (a @ b).float().abs().mean()
             if fixed:
                 total += y
@@ -66,7 +118,31 @@ def sync_steps(fixed):
         if fixed:
             total = total.item()
         print(f"metric {total:.3f}")
-    timed(loop)
+    return loop
+
+
+def sync_host(fixed):
+    # About 3 ms of GPU work and 3.5 ms of host work per step. Reading the loss with
+    # .item() every step makes them take turns; the fix keeps the metric on the GPU and
+    # reads it once, so the host works while the GPU computes.
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
+
+    def loop(n):
+        total = torch.zeros((), device="cuda") if fixed else 0.0
+        for _ in range(n):
+            y = (a @ b).float().abs().mean()
+            y = (a @ b).float().abs().mean() + y
+            if fixed:
+                total += y
+            else:
+                total += y.item()
+            busy_host(0.0035)
+        if fixed:
+            total = total.item()
+        print(f"metric {total:.3f}")
+    return loop
 
 
 def copies(pinned):
@@ -75,62 +151,25 @@ def copies(pinned):
         batch = batch.pin_memory()
     w = torch.randn(1 << 20, device="cuda")
 
-    def loop():
+    def loop(n):
         acc = torch.zeros(4 << 20, device="cuda")
-        for _ in range(600):
+        for _ in range(n):
             acc += batch.to("cuda", non_blocking=pinned)
             acc[: 1 << 20] *= w
         print(f"acc {acc[:8].sum().item():.3f}")
-    timed(loop)
+    return loop
 
 
 def alloc_loop():
     # Run with PYTORCH_NO_CUDA_MEMORY_CACHING=1 for the problem, without it for the fix.
     x = torch.randn(1 << 20, device="cuda")
 
-    def loop():
-        for _ in range(3_000):
+    def loop(n):
+        for _ in range(n):
             y = x * 2.0
             z = y + 1.0
             del y, z
-    timed(loop)
-
-
-def slow_startup():
-    timed(lambda: torch.ones(16, device="cuda").add_(1))
-
-
-def healthy_matmul():
-    g = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
-
-    def loop():
-        for _ in range(2_500):
-            torch.matmul(a, b)
-    timed(loop)
-
-
-def healthy_graph():
-    x = torch.randn(1 << 22, device="cuda")  # 16 MiB: grids far larger than the GPU
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            y = x
-            for _ in range(50):
-                y = y * 1.0001 + 0.1
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        y = x
-        for _ in range(50):
-            y = y * 1.0001 + 0.1
-
-    def loop():
-        for _ in range(2_000):
-            graph.replay()
-    timed(loop)
+    return loop
 
 
 def input_loop(workers):
@@ -145,8 +184,7 @@ def input_loop(workers):
         time.sleep(0.003)
         return torch.full((2048, 2048), float(i % 7), dtype=torch.bfloat16).pin_memory()
 
-    def loop():
-        steps = 1_000
+    def loop(steps):
         if workers:
             ahead = 2 * workers  # batches in flight, so pinned memory stays bounded
             with ThreadPoolExecutor(workers) as pool:
@@ -162,7 +200,7 @@ def input_loop(workers):
                 x = load(i).to("cuda", non_blocking=True)
                 for _ in range(32):  # about 1 ms of bf16 2048^3 matmuls
                     x = x @ w
-    timed(loop)
+    return loop
 
 
 def prefetch_to(ptr, size, device, stream):
@@ -196,8 +234,8 @@ def managed(prefetch):
     h[:] = 1.0
     stream = cupy.cuda.get_current_stream()
 
-    def loop():
-        for _ in range(20):
+    def loop(n):
+        for _ in range(n):
             if prefetch:
                 prefetch_to(mem.ptr, count * 4, 0, stream.ptr)
             d.__iadd__(1.0)
@@ -206,7 +244,7 @@ def managed(prefetch):
             stream.synchronize()
             h[::1024] += 1.0
         print(f"sum {float(h[:1024].sum()):.1f}")
-    timed(loop)
+    return loop
 
 
 def small_grid(blocks):
@@ -224,32 +262,159 @@ def small_grid(blocks):
     x = cupy.ones(n, dtype=cupy.float32)
     grid = blocks or n // 256
 
-    def loop():
-        for _ in range(50):
+    def loop(steps):
+        for _ in range(steps):
             kernel((grid,), (256,), (x, cupy.uint64(n)))
         cupy.cuda.get_current_stream().synchronize()
         print(f"x0 {float(x[0]):.4f}")
-    timed(loop)
+    return loop
 
 
+def triton_grid(full):
+    # A grid-stride Triton kernel over 16 Mi floats on 4 programs (of 132 SMs), or one
+    # program per 1,024 elements. The JIT compile happens in the first step of the loop,
+    # as it does in real scripts.
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def scale(x_ptr, n, BLOCK: tl.constexpr):
+        step = tl.num_programs(0) * BLOCK
+        for start in range(tl.program_id(0) * BLOCK, n, step):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < n
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 1.0001 + 0.1, mask=mask)
+
+    n = 16 << 20
+    x = torch.ones(n, device="cuda")
+    grid = (n // 1024,) if full else (4,)
+
+    def loop(steps):
+        for _ in range(steps):
+            scale[grid](x, n, BLOCK=1024)
+        print(f"x0 {x[0].item():.4f}")
+    return loop
+
+
+def one_op():
+    def loop(n):
+        for _ in range(n):
+            torch.ones(16, device="cuda").add_(1)
+    return loop
+
+
+def healthy_matmul():
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
+
+    def loop(n):
+        for _ in range(n):
+            torch.matmul(a, b)
+    return loop
+
+
+def healthy_graph():
+    x = torch.randn(1 << 22, device="cuda")  # 16 MiB: grids far larger than the GPU
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            y = x
+            for _ in range(50):
+                y = y * 1.0001 + 0.1
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = x
+        for _ in range(50):
+            y = y * 1.0001 + 0.1
+
+    def loop(n):
+        for _ in range(n):
+            graph.replay()
+    return loop
+
+
+def healthy_pauses():
+    # GPU-bound matmul steps with a checkpoint every quarter of the loop: the weights
+    # copied to the host and written out, 0.2 s of host time each.
+    import pickle
+    import tempfile
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+
+    def checkpoint():
+        state = {"a": a.cpu(), "b": b.cpu()}
+        with tempfile.TemporaryFile() as f:
+            pickle.dump(state, f)
+        busy_host(0.2)
+
+    def loop(n):
+        for i in range(n):
+            torch.matmul(a, b)
+            if (i + 1) % (n // 4) == 0 and i + 1 < n:
+                checkpoint()
+    return loop
+
+
+def healthy_compile():
+    # A bf16 MLP under torch.compile: the first call compiles (Inductor, Triton JIT),
+    # then every step is a few large fused kernels.
+    model = torch.nn.Sequential(
+        *[layer for _ in range(4) for layer in (torch.nn.Linear(4096, 4096), torch.nn.GELU())]
+    ).cuda().bfloat16()
+    compiled = torch.compile(model)
+    x = torch.randn(8192, 4096, device="cuda", dtype=torch.bfloat16)
+
+    def loop(n):
+        with torch.no_grad():
+            for _ in range(n):
+                compiled(x)
+    return loop
+
+
+# mode -> (steps key, set-up returning the loop, environment it runs with: set here,
+# before CUDA initialises, so every runner gets it right)
 MODES = {
-    "launch-bound": launch_bound,
-    "sync-stalled": lambda: sync_steps(False),
-    "sync-fixed": lambda: sync_steps(True),
-    "pageable-memcpy": lambda: copies(False),
-    "pageable-fixed": lambda: copies(True),
-    "alloc-churn": alloc_loop,
-    "alloc-fixed": alloc_loop,
-    "slow-startup": slow_startup,
-    "healthy-matmul": healthy_matmul,
-    "healthy-graph": healthy_graph,
-    "input-starved": lambda: input_loop(0),
-    "input-fixed": lambda: input_loop(4),
-    "um-fault-heavy": lambda: managed(False),
-    "um-fixed": lambda: managed(True),
-    "small-grid": lambda: small_grid(1),
-    "small-grid-fixed": lambda: small_grid(0),
+    "launch-bound": ("launch", lambda: launch_bound(False), {}),
+    "launch-fixed": ("launch", lambda: launch_bound(True), {}),
+    "sync-stalled": ("sync", lambda: sync_steps(False), {}),
+    "sync-fixed": ("sync", lambda: sync_steps(True), {}),
+    "sync-host": ("sync-host", lambda: sync_host(False), {}),
+    "sync-host-fixed": ("sync-host", lambda: sync_host(True), {}),
+    "pageable-memcpy": ("copies", lambda: copies(False), {}),
+    "pageable-fixed": ("copies", lambda: copies(True), {}),
+    "alloc-churn": ("alloc", alloc_loop, {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}),
+    "alloc-fixed": ("alloc", alloc_loop, {}),
+    "input-starved": ("input", lambda: input_loop(0), {}),
+    "input-fixed": ("input", lambda: input_loop(4), {}),
+    "um-fault-heavy": ("managed", lambda: managed(False), {}),
+    "um-fixed": ("managed", lambda: managed(True), {}),
+    "small-grid": ("small-grid", lambda: small_grid(1), {}),
+    "small-grid-fixed": ("small-grid", lambda: small_grid(0), {}),
+    "triton-small-grid": ("triton-grid", lambda: triton_grid(False), {}),
+    "triton-grid-fixed": ("triton-grid", lambda: triton_grid(True), {}),
+    "slow-startup": ("startup", one_op, {"CUDA_MODULE_LOADING": "EAGER"}),
+    "slow-startup-fixed": ("startup", one_op, {"CUDA_MODULE_LOADING": "LAZY"}),
+    "healthy-matmul": ("matmul", healthy_matmul, {}),
+    "healthy-graph": ("graph", healthy_graph, {}),
+    "healthy-pauses": ("pauses", healthy_pauses, {}),
+    "healthy-compile": ("compile", healthy_compile, {}),
 }
 
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("mode", choices=MODES)
+    p.add_argument("--form", choices=FORM, default="default")
+    args = p.parse_args()
+    key, setup, env = MODES[args.mode]
+    os.environ.update(env)
+    timed(setup(), STEPS[key][FORM[args.form]])
+
+
 if __name__ == "__main__":
-    MODES[sys.argv[1]]()
+    main()

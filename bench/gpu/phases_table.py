@@ -1,0 +1,72 @@
+"""The table of bench/gpu/phases.sh from one form's dumps, with any gpuspy build, so
+recorded runs can be re-diagnosed: python3 bench/gpu/phases_table.py DUMPS [GPUSPY]
+
+For each workload: the first warning-level finding against the intended one, and for each
+problem the impact gpuspy predicts (the share of the steady state its fix removes) against
+the share of the loop its fix saved: 1 - fixed loop time / loop time."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+d = sys.argv[1]
+gpuspy = sys.argv[2] if len(sys.argv) > 2 else "gpuspy"
+EXPECTED = {
+    "launch-bound": ("launch-bound", "launch-fixed"),
+    "sync-stalled": ("sync-stalled", "sync-fixed"),
+    "sync-host": ("sync-stalled", "sync-host-fixed"),
+    "pageable-memcpy": ("pageable-memcpy", "pageable-fixed"),
+    "alloc-churn": ("alloc-churn", "alloc-fixed"),
+    "input-starved": ("input-starved", "input-fixed"),
+    "um-fault-heavy": ("um-fault-heavy", "um-fixed"),
+    "triton-small-grid": ("small-grid", "triton-grid-fixed"),
+    "slow-startup": ("slow-startup", "slow-startup-fixed"),
+    "healthy-matmul": (None, None),
+    "healthy-graph": (None, None),
+    "healthy-pauses": (None, None),
+    "healthy-compile": (None, None),
+}
+
+
+def load(mode):
+    out = f"{d}/{mode}.out"
+    if not os.path.exists(out):
+        return None
+    m = re.search(r"loop_s ([\d.]+)", open(out).read())
+    r = subprocess.run([gpuspy, "report", "--json", f"{d}/{mode}"], capture_output=True, text=True)
+    if not m or r.returncode != 0:
+        return None
+    return float(m.group(1)), json.loads(r.stdout)
+
+
+def startup_s(report):
+    phases = report.get("phases") or []
+    return next((p["end_ns"] - p["start_ns"] for p in phases if p["kind"] == "startup"), 0) / 1e9
+
+
+print("| workload | intended | first warning | all warnings | predicted impact | fix saved (of the loop) | loop s -> fixed s |")
+print("|---|---|---|---|---|---|---|")
+for mode, (want, fix) in EXPECTED.items():
+    got = load(mode)
+    if got is None:
+        print(f"| {mode} | {want or 'no warning'} | (no run) | | | | |")
+        continue
+    loop, r = got
+    warnings = [f["id"] for f in r["findings"] if f["severity"] == "warning"]
+    first = warnings[0] if warnings else None
+    ok = "OK" if first == want else "MISS"
+    mine = next((f for f in r["findings"] if f["id"] == want), None)
+    predicted = f"{mine['impact']:.0%}" if mine else "-"
+    saved = change = "-"
+    fixed = load(fix) if fix else None
+    if fixed is not None:
+        if mode == "slow-startup":
+            # The fix shortens the start-up, not the loop.
+            before, after = startup_s(r), startup_s(fixed[1])
+        else:
+            before, after = loop, fixed[0]
+        if before > 0:
+            saved = f"{1 - after / before:.0%}"
+        change = f"{before:.3f} -> {after:.3f}"
+    print(f"| {mode} | {want or 'no warning'} | {first or 'no warning'} ({ok}) | {', '.join(warnings) or '-'} | {predicted} | {saved} | {change} |")
