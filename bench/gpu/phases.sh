@@ -17,10 +17,10 @@ for form in $forms; do
     for mode in $modes; do
         d="$out/dumps/$form/$mode"
         mkdir -p "$d"
-        start=$(date +%s.%N)
+        start=$(date +%s%N)
         timeout 120 "$bin/gpuspy" run -o "$d" -- python3 examples/staged.py "$mode" --form "$form" \
             > "$d.out" 2> "$d.err"
-        echo "$form $mode: exit $? wall $(echo "$(date +%s.%N) - $start" | bc) s $(grep loop_s "$d.out")"
+        echo "$form $mode: exit $? wall $((($(date +%s%N) - start) / 1000000)) ms $(grep loop_s "$d.out")"
     done
 done
 for form in $forms; do
