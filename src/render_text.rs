@@ -745,6 +745,18 @@ mod tests {
         assert_eq!(bytes(3 * 1024 * 1024), "3.0 MiB");
     }
 
+    /// The report opens with the diagnosis, with one rank or several (README).
+    #[test]
+    fn the_diagnosis_comes_before_the_ranks() {
+        let ddp = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-ddp-slow");
+        let analysed = crate::analyse::load(&[ddp]).unwrap();
+        let text = render(&Report::new(&analysed), true);
+        let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("no {s}: {text}"));
+        assert!(at("\nVerdict: ") < at("\nRanks (2)"), "{text}");
+        assert!(at("\nLayers, bottom up") < at("\nRanks (2)"), "{text}");
+        assert!(at("\nRanks (2)") < at("\nProcesses\n"), "{text}");
+    }
+
     #[test]
     fn a_busy_gpu_with_nothing_blocking_is_called_gpu_bound() {
         use crate::diagnose::synthetic::run;

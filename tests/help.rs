@@ -157,8 +157,8 @@ fn numbers(text: &str) -> Vec<(f64, usize)> {
                 digits.push(c);
                 decimals = decimals.map(|d| d + 1);
             } else if c == ','
-                && next_digit
                 && decimals.is_none()
+                && (1..=3).all(|k| chars.get(i + k).is_some_and(|c| c.is_ascii_digit()))
                 && chars.get(i + 4).is_none_or(|c| !c.is_ascii_digit())
             {
                 // A thousands separator: exactly three digits follow.
