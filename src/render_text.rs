@@ -69,7 +69,7 @@ fn ranks(out: &mut String, r: &Report) {
     ranked.sort_by(|a, b| a.wait_share.total_cmp(&b.wait_share));
     let _ = writeln!(
         out,
-        "\nRanks ({}), by share of the steady-state time waiting for the GPU; both shares are of each rank's steady-state time",
+        "\nRanks ({}), least waiting first; waiting and in NCCL are shares of each rank's steady-state time",
         ranked.len()
     );
     let _ = writeln!(
@@ -302,7 +302,7 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device, figures: &Devi
         let mut parts = vec![format!("{} samples every {} ms", t.samples, t.interval_ms)];
         if let Some(u) = t.gpu_util_pct {
             parts.push(format!(
-                "util mean {:.0} %, max {:.0} % of the time a kernel ran",
+                "util mean {:.0} %, max {:.0} % of each sample's time (a kernel running)",
                 u.mean, u.max
             ));
         }
