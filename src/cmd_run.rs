@@ -206,8 +206,13 @@ const LD_SO_CACHE: &str = "/etc/ld.so.cache";
 /// `ldconfig` knows), or in a default directory. Looked for, never loaded: loading the
 /// driver would run its initialisers in gpuspy.
 fn driver_library_found() -> bool {
-    let dirs = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
-    let in_dirs = std::env::split_paths(&dirs)
+    // Unset is no directory; set but empty (or an empty entry) is the working directory,
+    // to ld.so as to split_paths.
+    let listed: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|dirs| std::env::split_paths(&dirs).collect())
+        .unwrap_or_default();
+    let in_dirs = listed
+        .into_iter()
         .chain(["/lib64", "/usr/lib64", "/lib", "/usr/lib"].map(PathBuf::from))
         .any(|dir| dir.join(DRIVER_LIBRARY).exists());
     let name = format!("{DRIVER_LIBRARY}\0");

@@ -228,7 +228,7 @@ struct CiFiles {
     markdown: Option<PathBuf>,
 }
 
-/// `--json` of `diff` and `check`: stdout or nothing.
+/// `--json` of `report`, `diff` and `check`: the JSON on stdout, or none.
 fn stdout_if(json: bool) -> Option<JsonTo> {
     json.then_some(JsonTo::Stdout)
 }

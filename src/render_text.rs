@@ -945,19 +945,25 @@ mod numbers {
             .collect();
         fixtures.sort();
         assert!(fixtures.len() >= 6, "{fixtures:?}");
-        for fixture in fixtures {
-            let analysed = crate::analyse::load(std::slice::from_ref(&fixture)).unwrap();
+        // Each alone, and two runs recorded apart merged (the mixed-runs note).
+        let mut cases: Vec<Vec<_>> = fixtures.iter().map(|f| vec![f.clone()]).collect();
+        cases.push(vec![
+            data.join("h200-ddp-slow"),
+            data.join("h200-torch-pageable.json"),
+        ]);
+        for paths in cases {
+            let analysed = crate::analyse::load(&paths).unwrap();
             let report = Report::new(&analysed);
             let text = super::render(&report, true);
             let mut known = BTreeSet::new();
             renderings("", &serde_json::to_value(&report).unwrap(), &mut known);
             let all = figures(&text);
-            assert!(all.len() > 100, "{}: {all:?}", fixture.display());
+            assert!(all.len() > 100, "{paths:?}: {all:?}");
+            assert_eq!(text.contains("runs, merged"), paths.len() > 1, "{text}");
             let missing: Vec<String> = all.into_iter().filter(|f| !known.contains(f)).collect();
             assert!(
                 missing.is_empty(),
-                "{}: figures of the text report not in the JSON report: {missing:?}\n{text}",
-                fixture.display()
+                "{paths:?}: figures of the text report not in the JSON report: {missing:?}\n{text}",
             );
         }
     }
