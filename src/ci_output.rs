@@ -1,13 +1,15 @@
 //! What CI systems read from `gpuspy diff` and `gpuspy check`: JUnit XML, a Markdown
 //! summary (for `$GITHUB_STEP_SUMMARY`) and GitHub Actions `::error` annotations.
 
+use crate::render_json::JsonTo;
 use anyhow::{Context, Result};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// How a gate reports: JSON or text on stdout, and the files CI systems read.
+/// How a gate reports: JSON (where `json` says) or text on stdout, and the files CI
+/// systems read.
 pub struct Output {
-    pub json: bool,
+    pub json: Option<JsonTo>,
     pub junit: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
 }
@@ -114,18 +116,23 @@ impl Gate<'_> {
             .collect()
     }
 
-    /// Writes the files asked for and, under GitHub Actions, prints the annotations.
-    pub fn emit(&self, junit: Option<&Path>, markdown: Option<&Path>) -> Result<()> {
-        if let Some(path) = junit {
+    /// Writes the files asked for and, under GitHub Actions, prints the annotations: on
+    /// stdout, where the runner reads them, or on stderr (which it reads too) when stdout
+    /// holds the one JSON document.
+    pub fn emit(&self, out: &Output) -> Result<()> {
+        if let Some(path) = &out.junit {
             std::fs::write(path, self.junit())
                 .with_context(|| format!("{}: cannot write", path.display()))?;
         }
-        if let Some(path) = markdown {
+        if let Some(path) = &out.markdown {
             std::fs::write(path, self.markdown())
                 .with_context(|| format!("{}: cannot write", path.display()))?;
         }
         if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-            print!("{}", self.github_annotations());
+            match out.json {
+                Some(JsonTo::Stdout) => eprint!("{}", self.github_annotations()),
+                _ => print!("{}", self.github_annotations()),
+            }
         }
         Ok(())
     }

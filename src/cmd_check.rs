@@ -346,18 +346,15 @@ fn report(cases: &[Case], notes: &[String], out: &Output) -> Result<bool> {
         cases,
         notes,
     }
-    .emit(out.junit.as_deref(), out.markdown.as_deref())?;
+    .emit(out)?;
     let failed = cases.iter().filter(|c| !c.passed).count();
-    if out.json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "failed": failed,
-                "cases": cases,
-                "incomplete": !notes.is_empty(),
-                "notes": notes,
-            })
-        );
+    if let Some(to) = &out.json {
+        to.write(&serde_json::json!({
+            "failed": failed,
+            "cases": cases,
+            "incomplete": !notes.is_empty(),
+            "notes": notes,
+        }))?;
     } else {
         for note in notes {
             println!("note: {note}");

@@ -487,9 +487,9 @@ pub fn diff(base: &[PathBuf], new: &[PathBuf], o: &Options, out: &Output) -> Res
         cases: &cases,
         notes: &report.notes,
     }
-    .emit(out.junit.as_deref(), out.markdown.as_deref())?;
-    if out.json {
-        println!("{}", serde_json::to_string(&report)?);
+    .emit(out)?;
+    if let Some(to) = &out.json {
+        to.write(&report)?;
     } else {
         print!("{}", render(&report, o));
     }

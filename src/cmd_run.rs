@@ -14,9 +14,11 @@ mod signals;
 use crate::analyse;
 use crate::ci_output::Output;
 use crate::load::{is_dump_name, read_dump};
+use crate::render_json::JsonTo;
 use crate::{cmd_check, cmd_report};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -76,7 +78,7 @@ pub fn print_shim_path() -> Result<ExitCode> {
 
 pub fn run(
     out: &Path,
-    json: bool,
+    json: Option<&JsonTo>,
     budget: Option<&Path>,
     ci: &Output,
     command: &[String],
@@ -95,15 +97,28 @@ pub fn run(
             out.display()
         )
     })?;
+    if let Some(json) = json {
+        json.create()?;
+    }
     let preload = preload::preload(&shim, std::env::var_os("LD_PRELOAD").as_deref())?;
     let before = file_ids(&out);
 
-    let forwarder = signals::Forwarder::install()?;
-    let child = Command::new(program)
+    let mut child = Command::new(program);
+    child
         .args(args)
         .env("LD_PRELOAD", &preload.value)
         .env("GPUSPY_OUT", &out)
-        .env("GPUSPY_RUN_TOKEN", &token)
+        .env("GPUSPY_RUN_TOKEN", &token);
+    if let Some(JsonTo::Stdout) = json {
+        // stdout is the JSON document's alone.
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("cannot hand stderr to the command")?;
+        child.stdout(stderr);
+    }
+    let forwarder = signals::Forwarder::install()?;
+    let child = child
         .spawn()
         .with_context(|| format!("cannot run {program}"))?;
     let (status, signal) = forwarder.wait(child)?;
@@ -120,6 +135,15 @@ pub fn run(
     if found.mine.is_empty() {
         let why = match check_out_dir(&out, &token) {
             Err(why) => format!("the dumps could not be written to {}: {why}", out.display()),
+            Ok(()) if status.code() == Some(LOADER_FAILED) && !driver_library_found() => {
+                format!(
+                    "the driver library was not found: {DRIVER_LIBRARY} is in neither \
+                     LD_LIBRARY_PATH, the loader's cache ({LD_SO_CACHE}) nor /lib, and the \
+                     command exited {LOADER_FAILED}, as the dynamic loader does when a \
+                     library is missing (its message is above). Install the NVIDIA driver, \
+                     or add the directory holding {DRIVER_LIBRARY} to LD_LIBRARY_PATH"
+                )
+            }
             Ok(()) => "it made no CUDA driver call that gpuspy saw. It may have run on the CPU \
                        only, a launcher may have removed LD_PRELOAD or GPUSPY_RUN_TOKEN, the \
                        binary may be setuid, or it may link the driver statically"
@@ -157,6 +181,9 @@ pub fn run(
     };
     let Some(budget) = budget else {
         cmd_report::print(&analysed, json, found.mine.len() > 1)?;
+        if let Some(JsonTo::File(path)) = json {
+            eprintln!("gpuspy: report written to {}", path.display());
+        }
         return Ok(code);
     };
     // A failing or signalled command keeps its own exit code; a passing one takes the gate's.
@@ -166,6 +193,32 @@ pub fn run(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The exit status of a program that the dynamic loader could not start: a library it
+/// needs is missing (and of a shell's "command not found").
+const LOADER_FAILED: i32 = 127;
+const DRIVER_LIBRARY: &str = "libcuda.so.1";
+const LD_SO_CACHE: &str = "/etc/ld.so.cache";
+
+/// Whether the dynamic loader could find the CUDA driver library: in a directory of
+/// `LD_LIBRARY_PATH`, in the loader's cache (which names the libraries of the directories
+/// `ldconfig` knows), or in a default directory. Looked for, never loaded: loading the
+/// driver would run its initialisers in gpuspy.
+fn driver_library_found() -> bool {
+    // Unset is no directory; set but empty (or an empty entry) is the working directory,
+    // to ld.so as to split_paths.
+    let listed: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|dirs| std::env::split_paths(&dirs).collect())
+        .unwrap_or_default();
+    let in_dirs = listed
+        .into_iter()
+        .chain(["/lib64", "/usr/lib64", "/lib", "/usr/lib"].map(PathBuf::from))
+        .any(|dir| dir.join(DRIVER_LIBRARY).exists());
+    let name = format!("{DRIVER_LIBRARY}\0");
+    let in_cache = std::fs::read(LD_SO_CACHE)
+        .is_ok_and(|cache| cache.windows(name.len()).any(|w| w == name.as_bytes()));
+    in_dirs || in_cache
 }
 
 /// 128 random bits in hex: unique to this run among everything sharing the directory.

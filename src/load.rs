@@ -81,24 +81,28 @@ fn runs_under(path: &Path) -> Result<Vec<PathBuf>> {
         .filter(|p| p.is_dir() && dumps_in(p).is_ok_and(|d| !d.is_empty()))
         .collect();
     if subdirs.is_empty() {
-        bail!("{}: no gpuspy dumps in this directory", path.display());
+        bail!(
+            "{}: no gpuspy dumps in this directory nor in its subdirectories",
+            path.display()
+        );
     }
     subdirs.sort();
     Ok(subdirs)
 }
 
-/// Expands PATHs (dump files or directories of dumps) into dump files, in a stable order,
-/// each file once however many PATHs name it (`report base base`, a link to a dump beside
-/// the dump).
+/// Expands PATHs (dump files, directories of dumps, or directories of run directories) into
+/// dump files, in a stable order, each file once however many PATHs name it (`report base
+/// base`, a link to a dump beside the dump).
 pub fn dump_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         let meta =
             std::fs::metadata(path).with_context(|| format!("{}: cannot read", path.display()))?;
         let found = if meta.is_dir() {
-            let found = dumps_in(path)?;
-            if found.is_empty() {
-                bail!("{}: no gpuspy dumps in this directory", path.display());
+            // A directory of run directories (one per node, say) is merged whole.
+            let mut found = Vec::new();
+            for run in runs_under(path)? {
+                found.extend(dumps_in(&run)?);
             }
             found
         } else {

@@ -7,8 +7,10 @@
 mod analyse;
 mod ci_output;
 mod cmd_check;
+mod cmd_completions;
 mod cmd_diff;
 mod cmd_explain;
+mod cmd_man;
 mod cmd_report;
 mod cmd_run;
 mod collectives;
@@ -19,15 +21,28 @@ mod render_json;
 mod render_text;
 mod report;
 mod rules;
+mod runs;
 mod stats;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use render_json::JsonTo;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Explains why a GPU job is slow, from the CUDA driver calls it makes.
 #[derive(Parser)]
-#[command(name = "gpuspy", version, about, long_about = None)]
+#[command(
+    name = "gpuspy",
+    version,
+    about,
+    long_about = None,
+    after_help = "Examples:
+  gpuspy run -- python train.py        profile a job and print its report
+  gpuspy report gpuspy-out/            report on the dumps a job left
+  gpuspy explain sync-stalled          what a finding means and how to fix it
+
+`gpuspy VERB --help` describes each verb, its examples and its environment variables."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,36 +54,73 @@ enum Command {
     ///
     /// SIGTERM, SIGHUP and SIGINT sent to gpuspy are passed on to the command (a Ctrl-C
     /// from the terminal reaches it directly); gpuspy then reports and exits 128+N.
+    #[command(after_help = "Examples:
+  gpuspy run -- python train.py
+  gpuspy run --json report.json -o /scratch/dumps -- torchrun --nproc-per-node 8 train.py
+  gpuspy run --json - -- python train.py | jq .verdict     (the job's stdout goes to stderr)
+  gpuspy run --check budget.toml --junit gate.xml -- python bench.py
+
+Environment:
+  GPUSPY_SHIM      the libgpuspy.so to preload (default: beside gpuspy, else ../lib/gpuspy/)
+  LD_PRELOAD       kept, after the shim
+  GPUSPY_FLUSH_S, GPUSPY_NVML_MS, GPUSPY_CUPTI, GPUSPY_CUPTI_PATH, GPUSPY_CMDLINE,
+  GPUSPY_FSYNC, GPUSPY_CLOCK, GPUSPY_DISABLE
+                   passed to the command: how the shim records (README, Environment variables)
+  GPUSPY_OUT, GPUSPY_RUN_TOKEN
+                   set for the command by gpuspy (-o, and one random token per run)
+  TMPDIR           where a preload symlink goes when the shim's path has a space, `:` or `$`
+  GITHUB_ACTIONS   `true`: with --check, one `::error` line per failed assertion")]
     Run {
         /// Directory for the dumps (GPUSPY_OUT for the child), created and checked before
         /// the command starts. Only this run's dumps in it are reported.
         #[arg(short, long, default_value = "gpuspy-out")]
         out: PathBuf,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
+        /// Write the report (or, with --check, the gate's result) as one JSON document to
+        /// FILE instead of the text report; `-` is stdout, and then the command's own stdout
+        /// goes to stderr, so that stdout holds the JSON alone. FILE is created before the
+        /// command starts.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
         /// Gate on a budget (see `gpuspy check`) instead of printing the report; exit 1 if
         /// an assertion fails. The budget is read before the command starts.
         #[arg(long, value_name = "BUDGET")]
         check: Option<PathBuf>,
         #[command(flatten)]
         ci: CiFiles,
-        /// The command and its arguments.
+        /// The command and its arguments (after `--` when they start with `-`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },
     /// Report on dumps: files, or directories of them (merged).
+    ///
+    /// The report opens with the diagnosis. Dumps of several runs in one directory (other
+    /// run tokens, other commands, hours apart) are merged with a note that names each run.
+    #[command(after_help = "Examples:
+  gpuspy report gpuspy-out/
+  gpuspy report --per-process gpuspy-out/gpuspy-node1-4242.json
+  gpuspy report --json nodes/ | jq .verdict         (nodes/ holds node0/, node1/, ...)
+
+Environment: none; the shim's variables act when the dumps are written.")]
     Report {
-        /// Exactly one JSON object on stdout.
+        /// Exactly one JSON object on stdout (docs/report-json.md), instead of the text report.
         #[arg(long)]
         json: bool,
         /// Add a table with one row per process.
         #[arg(long)]
         per_process: bool,
+        /// Dump files, directories of dumps, or directories whose subdirectories hold dumps
+        /// (one per node, say); everything named is merged into one report.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
     /// Compare two sets of runs; exit 1 on a significant regression.
+    #[command(after_help = "Examples:
+  gpuspy diff runs/main/ runs/branch/           (directories of run directories)
+  gpuspy diff --threshold 0.05 before/ after/
+  gpuspy diff --json --junit diff.xml base.json new.json
+
+Environment:
+  GITHUB_ACTIONS   `true`: one `::error` line per regression on stdout")]
     Diff {
         /// The base: a dump, a directory of one run's dumps, or a directory of run directories.
         base: PathBuf,
@@ -86,23 +138,46 @@ enum Command {
         /// Significance level of the Mann-Whitney tests.
         #[arg(long, default_value_t = 0.05)]
         alpha: f64,
+        /// Exactly one JSON object on stdout (the changes, regressions and notes), instead
+        /// of the text.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         ci: CiFiles,
     },
     /// Check runs against a TOML budget; exit 1 if an assertion fails.
+    #[command(after_help = "Examples:
+  gpuspy check gpuspy-out/ --budget budget.toml
+  gpuspy check runs/ --budget budget.toml --junit check.xml --markdown \"$GITHUB_STEP_SUMMARY\"
+  gpuspy check a.json b.json --budget budget.toml --json
+
+The budget's keys are in docs/ci.md.
+
+Environment:
+  GITHUB_ACTIONS   `true`: one `::error` line per failed assertion on stdout")]
     Check {
+        /// The runs to check, each on its own: dump files, directories of one run's dumps,
+        /// or directories of run directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// The TOML budget: latency ceilings, calls per run or step, blocked share,
+        /// forbidden findings, minimum GPU busy share (docs/ci.md).
         #[arg(long, value_name = "FILE")]
         budget: PathBuf,
+        /// Exactly one JSON object on stdout (failed count, cases, notes), instead of the
+        /// text.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         ci: CiFiles,
     },
     /// Print a diagnosis rule's documentation, or list the rules.
+    #[command(after_help = "Examples:
+  gpuspy explain                    list the rules, one line each
+  gpuspy explain pageable-memcpy    evidence, impact and fix of one rule
+  gpuspy explain --markdown-table   the README's rule table
+
+Environment: none.")]
     Explain {
         /// The rule id (for example sync-stalled); without it, all rules are listed.
         id: Option<String>,
@@ -112,7 +187,34 @@ enum Command {
     },
     /// Print the absolute path of libgpuspy.so, the library `gpuspy run` preloads, for
     /// `LD_PRELOAD=$(gpuspy shim-path) python train.py`.
+    #[command(after_help = "Examples:
+  LD_PRELOAD=$(gpuspy shim-path) python train.py
+  docker run -v $(gpuspy shim-path):/gpuspy.so -e LD_PRELOAD=/gpuspy.so IMAGE CMD
+
+Environment:
+  GPUSPY_SHIM      this path instead of the one beside gpuspy or ../lib/gpuspy/")]
     ShimPath,
+    /// Print a shell completion script for gpuspy.
+    #[command(after_help = "Examples:
+  gpuspy completions bash > ~/.local/share/bash-completion/completions/gpuspy
+  gpuspy completions zsh > ~/.zfunc/_gpuspy        (with fpath+=~/.zfunc before compinit)
+  gpuspy completions fish > ~/.config/fish/completions/gpuspy.fish
+
+Environment: none.")]
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages: gpuspy.1, and gpuspy-VERB.1 for each verb.
+    #[command(after_help = "Examples:
+  gpuspy man ~/.local/share/man/man1 && man gpuspy-run
+  gpuspy man /tmp/pages && man -l /tmp/pages/gpuspy-report.1
+
+Environment: none.")]
+    Man {
+        /// The directory to write the pages to (created if missing).
+        dir: PathBuf,
+    },
 }
 
 /// Files for CI systems, written by `diff`, `check` and `run --check`.
@@ -126,8 +228,13 @@ struct CiFiles {
     markdown: Option<PathBuf>,
 }
 
+/// `--json` of `report`, `diff` and `check`: the JSON on stdout, or none.
+fn stdout_if(json: bool) -> Option<JsonTo> {
+    json.then_some(JsonTo::Stdout)
+}
+
 impl CiFiles {
-    fn output(self, json: bool) -> ci_output::Output {
+    fn output(self, json: Option<JsonTo>) -> ci_output::Output {
         ci_output::Output {
             json,
             junit: self.junit,
@@ -162,7 +269,11 @@ fn main() -> ExitCode {
             check,
             ci,
             command,
-        } => cmd_run::run(&out, json, check.as_deref(), &ci.output(json), &command),
+        } => {
+            let json = json.map(JsonTo::from);
+            let ci = ci.output(json.clone());
+            cmd_run::run(&out, json.as_ref(), check.as_deref(), &ci, &command)
+        }
         Command::Diff {
             base,
             new,
@@ -179,23 +290,28 @@ fn main() -> ExitCode {
                 min_share,
                 alpha,
             };
-            cmd_diff::diff(&[base], &[new], &options, &ci.output(json)).map(gate)
+            cmd_diff::diff(&[base], &[new], &options, &ci.output(stdout_if(json))).map(gate)
         }
         Command::Check {
             paths,
             budget,
             json,
             ci,
-        } => cmd_check::check(&paths, &budget, &ci.output(json)).map(gate),
+        } => cmd_check::check(&paths, &budget, &ci.output(stdout_if(json))).map(gate),
         Command::Report {
             json,
             per_process,
             paths,
-        } => cmd_report::report(&paths, json, per_process).map(|()| ExitCode::SUCCESS),
+        } => cmd_report::report(&paths, stdout_if(json).as_ref(), per_process)
+            .map(|()| ExitCode::SUCCESS),
         Command::Explain { id, markdown_table } => {
             cmd_explain::explain(id.as_deref(), markdown_table).map(|()| ExitCode::SUCCESS)
         }
         Command::ShimPath => cmd_run::print_shim_path(),
+        Command::Completions { shell } => {
+            cmd_completions::completions(shell, Cli::command()).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Man { dir } => cmd_man::man(&dir, Cli::command()).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -115,6 +115,8 @@ pub struct ProcessInfo {
     pub unrecorded_calls: u64,
     /// What the GPU itself reported to this process (NVML, CUPTI), if the shim collected it.
     pub gpu: Option<Box<Gpu>>,
+    /// The token of the `gpuspy run` that started it (`runs`).
+    pub run_token: Option<String>,
     /// The time axis of the latest image (dumps of schema 2 on).
     pub timeline: Option<Box<gpuspy_format::timeline::Timeline>>,
 }
@@ -269,6 +271,7 @@ impl Profile {
             copied_bytes: 0,
             unrecorded_calls: d.unrecorded_calls,
             gpu: d.gpu.map(Box::new),
+            run_token: d.process.run_token,
             timeline: d.timeline.map(Box::new),
         });
         let clipped = &mut p.saturated;
@@ -602,6 +605,8 @@ pub mod synthetic {
             copied_bytes: 0,
             unrecorded_calls: 0,
             gpu: None,
+            run_token: None,
+            timeline: None,
         });
         Builder(p)
     }

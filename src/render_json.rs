@@ -1,13 +1,56 @@
-//! `gpuspy report --json`: the `Report` serialised, exactly one JSON object. Schema:
+//! `--json`: where the one JSON document goes and how it is written. The report's schema:
 //! docs/report-json.md.
 
-use crate::report::Report;
+use anyhow::{Context, Result};
+use serde::Serialize;
 use std::io::Write;
+use std::path::PathBuf;
 
-/// Writes the report as it is serialised, one line, without building a JSON tree first:
-/// a hostile dump can make its lists as long as it likes.
-pub fn write(report: &Report, mut out: impl Write) -> anyhow::Result<()> {
-    serde_json::to_writer(&mut out, report)?;
-    writeln!(out)?;
-    Ok(())
+/// Where `--json` writes: stdout, or a file (`run --json FILE`, where `-` is stdout).
+#[derive(Clone)]
+pub enum JsonTo {
+    Stdout,
+    File(PathBuf),
+}
+
+impl From<PathBuf> for JsonTo {
+    fn from(path: PathBuf) -> JsonTo {
+        if path.as_os_str() == "-" {
+            JsonTo::Stdout
+        } else {
+            JsonTo::File(path)
+        }
+    }
+}
+
+impl JsonTo {
+    /// Creates the file now (empty), so that a path that cannot be written is refused
+    /// before a job starts rather than after it.
+    pub fn create(&self) -> Result<()> {
+        if let JsonTo::File(path) = self {
+            std::fs::File::create(path)
+                .with_context(|| format!("--json {}: cannot write", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Writes `value` as one line of JSON, serialised as it goes rather than built as a
+    /// tree first: a hostile dump can make the report's lists as long as it likes.
+    pub fn write(&self, value: &impl Serialize) -> Result<()> {
+        fn emit(value: &impl Serialize, mut out: impl Write) -> Result<()> {
+            serde_json::to_writer(&mut out, value)?;
+            writeln!(out)?;
+            out.flush()?;
+            Ok(())
+        }
+        match self {
+            JsonTo::Stdout => {
+                emit(value, std::io::stdout().lock()).context("cannot write to stdout")
+            }
+            JsonTo::File(path) => std::fs::File::create(path)
+                .map_err(Into::into)
+                .and_then(|f| emit(value, std::io::BufWriter::new(f)))
+                .with_context(|| format!("--json {}: cannot write", path.display())),
+        }
+    }
 }

@@ -40,9 +40,11 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
-/// A share as `12.3%`, or `-` where its whole was 0.
+/// A share as `12.3 %` (a space before the sign, as everywhere in gpuspy's output), or `-`
+/// where its whole was 0. The text around it names the whole: "of wall", a column headed
+/// "of ...", or a table's title (`style` below checks that).
 fn percent(share: Option<f64>) -> String {
-    share.map_or_else(|| "-".into(), |s| format!("{:.1}%", s * 100.0))
+    share.map_or_else(|| "-".into(), |s| format!("{:.1} %", s * 100.0))
 }
 
 /// calls, total, p50, p99 and max, right-aligned in columns of 10.
@@ -67,15 +69,9 @@ fn ranks(out: &mut String, r: &Report) {
     ranked.sort_by(|a, b| a.wait_share.total_cmp(&b.wait_share));
     let _ = writeln!(
         out,
-        "\nRanks ({}), by share of time waiting for the GPU",
+        "\nRanks ({}), least waiting first; waiting and in NCCL are shares of each rank's steady-state time",
         ranked.len()
     );
-    // The GPU's view of the waiting where CUPTI timed NCCL kernels: the straggler's are
-    // the shortest.
-    let in_nccl = |x: &ProcessRow| {
-        x.nccl_share
-            .map_or_else(|| "-".to_string(), |s| format!("{:.1}%", s * 100.0))
-    };
     let _ = writeln!(
         out,
         "  {:>6}  {:<16} {:>8}  {:>10}  {:>8}  {:>8}  {:>10}",
@@ -91,13 +87,15 @@ fn ranks(out: &mut String, r: &Report) {
         }
         let _ = writeln!(
             out,
-            "  {:>6}  {:<16} {:>8}  {:>10}  {:>7.1}%  {:>8}  {:>10}",
+            "  {:>6}  {:<16} {:>8}  {:>10}  {:>8}  {:>8}  {:>10}",
             x.rank.unwrap_or_default(),
             x.host,
             x.pid,
             duration(x.steady_ns),
-            x.wait_share * 100.0,
-            in_nccl(x),
+            percent(Some(x.wait_share)),
+            // The GPU's view of the waiting where CUPTI timed NCCL kernels: the
+            // straggler's are the shortest.
+            percent(x.nccl_share),
             x.launches
         );
     }
@@ -146,7 +144,7 @@ fn diagnosis(out: &mut String, r: &Report) {
             );
             let _ = writeln!(
                 out,
-                "  estimated time lost: {:.0} %; fix: {}",
+                "  estimated time lost: {:.0} % of the run's time; fix: {}",
                 f.impact * 100.0,
                 f.fix
             );
@@ -176,7 +174,7 @@ fn diagnosis(out: &mut String, r: &Report) {
         for f in r.findings.iter().filter(|f| f.layer == layer.layer) {
             let _ = writeln!(
                 out,
-                "    {} {}{}: {} (impact {:.0} %)",
+                "    {} {}{}: {} (impact {:.0} % of the run's time)",
                 if f.severity == Severity::Warning {
                     "!"
                 } else {
@@ -303,7 +301,10 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device, figures: &Devi
     if let Some(t) = &dev.telemetry {
         let mut parts = vec![format!("{} samples every {} ms", t.samples, t.interval_ms)];
         if let Some(u) = t.gpu_util_pct {
-            parts.push(format!("util mean {:.0} %, max {:.0} %", u.mean, u.max));
+            parts.push(format!(
+                "util mean {:.0} %, max {:.0} % of each sample's time (a kernel running)",
+                u.mean, u.max
+            ));
         }
         if let Some(c) = t.sm_clock_mhz {
             let max = dev.facts.as_ref().and_then(|f| f.max_sm_clock_mhz);
@@ -387,6 +388,12 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
             a.late_records, a.untimed_records
         );
     }
+    if !a.top_kernels.is_empty() {
+        let _ = writeln!(
+            out,
+            "      top kernels: share of the time in kernels, calls, name"
+        );
+    }
     for (i, (k, share)) in a
         .top_kernels
         .iter()
@@ -413,7 +420,7 @@ pub fn render(r: &Report, per_process: bool) -> String {
     let wall = r.process_wall_ns;
     let threads = r.threads;
     // The headline, what shares are "of", and that in a column's width.
-    let (wall_label, of_wall, of_wall_column) = if r.processes.len() > 1 {
+    let (wall_label, of_wall) = if r.processes.len() > 1 {
         (
             format!(
                 "wall {} (first start to last dump), process time {} (summed over processes)",
@@ -421,10 +428,9 @@ pub fn render(r: &Report, per_process: bool) -> String {
                 duration(wall)
             ),
             "process time",
-            "of time",
         )
     } else {
-        (format!("wall {}", duration(wall)), "wall", "of wall")
+        (format!("wall {}", duration(wall)), "wall")
     };
     let _ = writeln!(
         out,
@@ -456,6 +462,11 @@ pub fn render(r: &Report, per_process: bool) -> String {
             "note: {incomplete} dump(s) come from a periodic flush (process killed or still running): data up to the last flush"
         );
     }
+    mixed_runs(&mut out, r);
+    // The diagnosis first (README), then who the processes were.
+    if !r.apis.is_empty() {
+        diagnosis(&mut out, r);
+    }
     ranks(&mut out, r);
     if per_process {
         let _ = writeln!(out, "\nProcesses");
@@ -481,7 +492,6 @@ pub fn render(r: &Report, per_process: bool) -> String {
         let _ = writeln!(out, "\nNo driver calls recorded.");
         return out;
     }
-    diagnosis(&mut out, r);
     gpu(&mut out, r);
     let _ = writeln!(out, "\nDriver API calls (by total time)");
     let _ = writeln!(
@@ -511,13 +521,19 @@ pub fn render(r: &Report, per_process: bool) -> String {
         let _ = writeln!(out, "\nImplicit synchronisations (host blocked)");
         let _ = writeln!(
             out,
-            "  {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
-            "cause", "calls", "blocked", "p50", "p99", "max", of_wall_column
+            "  {:<22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>16}",
+            "cause",
+            "calls",
+            "blocked",
+            "p50",
+            "p99",
+            "max",
+            format!("of {of_wall}")
         );
         for s in &r.syncs {
             let _ = writeln!(
                 out,
-                "  {:<22} {} {:>8}",
+                "  {:<22} {} {:>16}",
                 s.cause.name(),
                 latency_columns(&s.latency),
                 percent(s.wall_share),
@@ -609,6 +625,39 @@ pub fn render(r: &Report, per_process: bool) -> String {
     out
 }
 
+/// A note naming each run when the dumps come from several: their merged figures describe
+/// none of them.
+fn mixed_runs(out: &mut String, r: &Report) {
+    if r.runs.len() < 2 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "note: these dumps come from {} runs, merged into this one report; report on one run's dumps to see it alone:",
+        r.runs.len()
+    );
+    for (i, run) in r.runs.iter().enumerate() {
+        let started = if i == 0 {
+            "first".to_string()
+        } else {
+            format!("{} after the first", duration(run.after_first_ns))
+        };
+        let dirs: Vec<String> = run.dirs.iter().map(|d| d.display().to_string()).collect();
+        let _ = writeln!(
+            out,
+            "  run {}: started {started}, {} process{}, {}, dumps in {}: {}",
+            i + 1,
+            run.processes,
+            if run.processes == 1 { "" } else { "es" },
+            run.token
+                .as_ref()
+                .map_or_else(|| "no run token".to_string(), |t| format!("run token {t}")),
+            dirs.join(", "),
+            run.command.join(" ")
+        );
+    }
+}
+
 /// How a process ended: its last image's exit, exec or signal, or its last periodic flush.
 fn ending(pr: &ProcessRow) -> String {
     let images = if pr.images > 1 {
@@ -694,6 +743,18 @@ mod tests {
         assert_eq!(duration(3_000_000_000), "3.00 s");
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 * 1024 * 1024), "3.0 MiB");
+    }
+
+    /// The report opens with the diagnosis, with one rank or several (README).
+    #[test]
+    fn the_diagnosis_comes_before_the_ranks() {
+        let ddp = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-ddp-slow");
+        let analysed = crate::analyse::load(&[ddp]).unwrap();
+        let text = render(&Report::new(&analysed), true);
+        let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("no {s}: {text}"));
+        assert!(at("\nVerdict: ") < at("\nRanks (2)"), "{text}");
+        assert!(at("\nLayers, bottom up") < at("\nRanks (2)"), "{text}");
+        assert!(at("\nRanks (2)") < at("\nProcesses\n"), "{text}");
     }
 
     #[test]
@@ -884,20 +945,127 @@ mod numbers {
             .collect();
         fixtures.sort();
         assert!(fixtures.len() >= 6, "{fixtures:?}");
-        for fixture in fixtures {
-            let analysed = crate::analyse::load(std::slice::from_ref(&fixture)).unwrap();
+        // Each alone, and two runs recorded apart merged (the mixed-runs note).
+        let mut cases: Vec<Vec<_>> = fixtures.iter().map(|f| vec![f.clone()]).collect();
+        cases.push(vec![
+            data.join("h200-ddp-slow"),
+            data.join("h200-torch-pageable.json"),
+        ]);
+        for paths in cases {
+            let analysed = crate::analyse::load(&paths).unwrap();
             let report = Report::new(&analysed);
             let text = super::render(&report, true);
             let mut known = BTreeSet::new();
             renderings("", &serde_json::to_value(&report).unwrap(), &mut known);
             let all = figures(&text);
-            assert!(all.len() > 100, "{}: {all:?}", fixture.display());
+            assert!(all.len() > 100, "{paths:?}: {all:?}");
+            assert_eq!(text.contains("runs, merged"), paths.len() > 1, "{text}");
             let missing: Vec<String> = all.into_iter().filter(|f| !known.contains(f)).collect();
             assert!(
                 missing.is_empty(),
-                "{}: figures of the text report not in the JSON report: {missing:?}\n{text}",
-                fixture.display()
+                "{paths:?}: figures of the text report not in the JSON report: {missing:?}\n{text}",
             );
         }
+    }
+}
+
+/// The text report's units and shares, checked on every checked-in dump (tests/data): a
+/// percentage has a space before its sign and names its whole, in the words after it
+/// (" of wall") or, in a table, in the lines above its rows that hold no percentage (the
+/// title and column headers); sizes are in binary units (KiB, MiB, GiB) in the verdict as in
+/// the tables, and decimal units appear only in rates (GB/s).
+#[cfg(test)]
+mod style {
+    use crate::report::Report;
+
+    /// The lines with a percentage whose whole is not named.
+    fn unlabelled_shares(text: &str) -> Vec<String> {
+        let lines: Vec<&str> = text.lines().collect();
+        let has_share = |l: &str| l.contains('%');
+        let mut bad = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let chars: Vec<char> = line.chars().collect();
+            for (j, &c) in chars.iter().enumerate() {
+                if c != '%' {
+                    continue;
+                }
+                let spaced = j >= 2 && chars[j - 1] == ' ' && chars[j - 2].is_ascii_digit();
+                if !spaced {
+                    bad.push(format!("unspaced: {line}"));
+                    continue;
+                }
+                let after: String = chars[j + 1..].iter().collect();
+                if after.starts_with(" of ") {
+                    continue;
+                }
+                // A table row: skip the rows above it, then read the title and headers.
+                let header: Vec<&str> = lines[..i]
+                    .iter()
+                    .rev()
+                    .skip_while(|l| has_share(l))
+                    .take_while(|l| !l.trim().is_empty() && !has_share(l))
+                    .copied()
+                    .collect();
+                if !header.iter().any(|h| h.contains(" of ")) {
+                    bad.push(format!("whole not named: {line}"));
+                }
+            }
+        }
+        bad
+    }
+
+    /// Sizes written in decimal units (`0.04 GB`, `12 MB`): not rates.
+    fn decimal_sizes(text: &str) -> Vec<String> {
+        let mut bad = Vec::new();
+        for unit in [" kB", " KB", " MB", " GB", " TB"] {
+            for (at, _) in text.match_indices(unit) {
+                let before = text[..at].chars().last();
+                let after = text[at + unit.len()..].chars().next();
+                if before.is_some_and(|c| c.is_ascii_digit()) && after != Some('/') {
+                    bad.push(text[at.saturating_sub(12)..at + unit.len()].to_string());
+                }
+            }
+        }
+        bad
+    }
+
+    #[test]
+    fn the_checks_find_what_they_look_for() {
+        let text = "a 12.5% b\n  copies 3 x 0.04 GB at 7.3 GB/s\nbusy 5.0 % of wall\n\nTable, shares of steady\n  x  1.0 %\n  y  2.0 %\n\nbare\n  z  3.0 %\n";
+        assert_eq!(
+            unlabelled_shares(text),
+            ["unspaced: a 12.5% b", "whole not named:   z  3.0 %"]
+        );
+        let sizes = decimal_sizes(text);
+        assert!(
+            sizes.len() == 1 && sizes[0].ends_with(" 0.04 GB"),
+            "{sizes:?}"
+        );
+    }
+
+    #[test]
+    fn every_share_names_its_whole_and_sizes_are_binary() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&data).unwrap() {
+            let fixture = entry.unwrap().path();
+            if !fixture
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("h200-")
+            {
+                continue;
+            }
+            let analysed = crate::analyse::load(std::slice::from_ref(&fixture)).unwrap();
+            let text = super::render(&Report::new(&analysed), true);
+            assert!(text.contains(" %"), "{}", fixture.display());
+            let bad = unlabelled_shares(&text);
+            assert!(bad.is_empty(), "{}: {bad:#?}\n{text}", fixture.display());
+            let bad = decimal_sizes(&text);
+            assert!(bad.is_empty(), "{}: {bad:?}\n{text}", fixture.display());
+            checked += 1;
+        }
+        assert!(checked >= 6);
     }
 }

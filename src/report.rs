@@ -8,6 +8,7 @@ use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, Imbalance};
 use crate::collectives::{collectives, link_peak};
 use crate::diagnose::{Finding, LayerStatus};
 use crate::profile::{Api, Latency, ProcessInfo};
+use crate::runs::{runs, Run};
 use gpuspy_format::gpu::{Device, Gpu};
 use gpuspy_format::{Direction, Ending, HostKind, SyncCause};
 use serde::{Serialize, Serializer};
@@ -20,6 +21,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Serialize)]
 pub struct Report<'a> {
     pub schema_version: u32,
+    /// The runs the dumps come from, earliest first; more than one when a directory held
+    /// several (`runs`).
+    pub runs: Vec<Run>,
     pub processes: Vec<ProcessRow>,
     pub gpu: Vec<GpuRow<'a>>,
     /// The job's span: earliest start to latest dump.
@@ -364,6 +368,7 @@ impl<'a> Report<'a> {
         let peak = link_peak(p);
         Report {
             schema_version: SCHEMA_VERSION,
+            runs: runs(p),
             processes: p
                 .processes
                 .iter()

@@ -58,7 +58,7 @@ fn run_profiles_the_command_and_keeps_its_exit_code() {
     artifacts();
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(gpuspy())
-        .args(["run", "--json", "-o"])
+        .args(["run", "--json", "-", "-o"])
         .arg(out.path())
         .arg("--")
         .arg(program("linked"))
@@ -66,16 +66,52 @@ fn run_profiles_the_command_and_keeps_its_exit_code() {
         .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let json_line = stdout.lines().last().unwrap();
-    let r: serde_json::Value = serde_json::from_str(json_line).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    // The program printed to its stdout; with `--json -` that went to stderr, and stdout
+    // holds exactly one JSON document.
+    assert!(stderr.contains("linked: done"), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(count(&r, "cuLaunchKernel"), 25);
     assert_eq!(r["findings"], serde_json::json!([]));
+
+    // `--json FILE`: the program's stdout stays where it was, the report is in FILE.
+    let file = out.path().join("report.json");
+    let output = Command::new(gpuspy())
+        .args(["run", "--json", s(&file), "-o"])
+        .arg(out.path())
+        .arg("--")
+        .arg(program("linked"))
+        .args(["12", "1"])
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "linked: done\n");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(count(&r, "cuLaunchKernel"), 12);
+
+    // A FILE that cannot be written is refused before the command runs.
+    let ran = out.path().join("ran");
+    let refused = Command::new(gpuspy())
+        .args([
+            "run",
+            "--json",
+            "/no/such/dir/report.json",
+            "--",
+            "touch",
+            s(&ran),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .starts_with("gpuspy: --json /no/such/dir/report.json: cannot write"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!ran.exists());
 
     let failing = Command::new(gpuspy())
         .args(["run", "-o"])
@@ -92,6 +128,41 @@ fn run_profiles_the_command_and_keeps_its_exit_code() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).starts_with("gpuspy: cannot run"));
+}
+
+/// A program linked with `-lcuda` on a machine without the driver: the loader refuses to
+/// start it (exit 127, its message on stderr), and gpuspy says the driver library was not
+/// found rather than that the program may have run on the CPU.
+#[test]
+fn a_missing_driver_library_is_named() {
+    artifacts();
+    let empty = tempfile::tempdir().unwrap();
+    let installed = ["/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+        .iter()
+        .any(|d| std::path::Path::new(d).join("libcuda.so.1").exists())
+        || std::fs::read("/etc/ld.so.cache")
+            .is_ok_and(|c| c.windows(13).any(|w| w == b"libcuda.so.1\0"));
+    if installed {
+        eprintln!("skipped: this machine has a CUDA driver, so the program would load it");
+        return;
+    }
+    let output = Command::new(gpuspy())
+        .args(["run", "-o"])
+        .arg(empty.path().join("out"))
+        .arg("--")
+        .arg(program("linked"))
+        .args(["1", "1"])
+        .env("LD_LIBRARY_PATH", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(127), "{stderr}");
+    assert!(
+        stderr.contains("libcuda.so.1: cannot open shared object file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("wrote no dump of this run: the driver library was not found: libcuda.so.1 is in neither LD_LIBRARY_PATH"), "{stderr}");
+    assert!(!stderr.contains("CPU"), "{stderr}");
 }
 
 #[test]

@@ -43,7 +43,7 @@ fn each_dump_counts_once_and_the_wall_time_is_the_jobs_span() {
     assert_eq!(
         text.lines().next().unwrap(),
         "gpuspy report: 2 processes, 2 threads, wall 23.0 s (first start to last dump), \
-         process time 40.0 s (summed over processes), inside the driver 150 us (0.0% of process time)"
+         process time 40.0 s (summed over processes), inside the driver 150 us (0.0 % of process time)"
     );
     let once = report_json(&[&a, &a]);
     assert_eq!(count(&once, "cuLaunchKernel"), 100);
@@ -191,4 +191,111 @@ fn a_run_named_twice_is_checked_once() {
     assert_eq!(out.status.code(), Some(0));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["cases"].as_array().unwrap().len(), 1, "{r}");
+}
+
+/// A directory holding several runs: two `gpuspy run`s (different tokens and commands), and
+/// dumps without a token written hours later. The report merges them, says so under its
+/// headline, and names each run; `--json` lists them in `runs`.
+#[test]
+fn a_directory_of_several_runs_says_so_and_names_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for launches in ["3", "5"] {
+        let run = Command::new(gpuspy())
+            .args([
+                "run",
+                "--json",
+                s(&dir.path().join("r.json")),
+                "-o",
+                s(&out),
+                "--",
+            ])
+            .arg(program("linked"))
+            .args([launches, "1"])
+            .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    let r = report_json(&[&out]);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs
+        .iter()
+        .all(|run| run["token"].as_str().is_some_and(|t| t.len() == 32)));
+    assert_eq!(runs[1]["command"][1], "5");
+    let (_, text, _) = report(&[s(&out)]);
+    assert!(
+        text.contains("note: these dumps come from 2 runs, merged into this one report"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  run 1: started first, 1 process, run token "),
+        "{text}"
+    );
+    assert!(
+        text.contains(" 1 process, run token ") && text.contains("linked 5 1"),
+        "{text}"
+    );
+
+    // Token-less dumps of one job and, hours later, another.
+    let crafted = dir.path().join("crafted");
+    std::fs::create_dir(&crafted).unwrap();
+    write_dump(&crafted, "gpuspy-node-1.json", &crafted_dump(1, 0, 20, 10));
+    write_dump(&crafted, "gpuspy-node-2.json", &crafted_dump(2, 3, 23, 10));
+    write_dump(
+        &crafted,
+        "gpuspy-node-3.json",
+        &crafted_dump(3, 7200, 7210, 10),
+    );
+    let (code, text, _) = report(&[s(&crafted)]);
+    assert_eq!(code, Some(0));
+    assert!(
+        text.contains("note: these dumps come from 2 runs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  run 2: started 7200 s after the first, 1 process, no run token"),
+        "{text}"
+    );
+    // One run alone: no note.
+    std::fs::remove_file(crafted.join("gpuspy-node-3.json")).unwrap();
+    let (_, text, _) = report(&[s(&crafted)]);
+    assert!(!text.contains("runs, merged"), "{text}");
+    assert_eq!(
+        report_json(&[&crafted])["runs"].as_array().unwrap().len(),
+        1
+    );
+}
+
+/// A directory of run directories (one per node of a job, as `diff` also accepts) is
+/// merged whole; a directory with no dumps at either level says where it looked.
+#[test]
+fn a_directory_of_run_directories_is_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    for (node, pid, launches) in [("node0", 1, 100), ("node1", 2, 50)] {
+        let sub = dir.path().join(node);
+        std::fs::create_dir(&sub).unwrap();
+        write_dump(
+            &sub,
+            &format!("gpuspy-node-{pid}.json"),
+            &crafted_dump(pid, 0, 20, launches),
+        );
+    }
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let r = report_json(&[dir.path()]);
+    assert_eq!(count(&r, "cuLaunchKernel"), 150);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["dirs"].as_array().unwrap().len(), 2);
+    let (code, _, stderr) = report(&[s(&dir.path().join("empty"))]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("empty: no gpuspy dumps in this directory nor in its subdirectories"),
+        "{stderr}"
+    );
 }

@@ -338,7 +338,7 @@ fn the_slow_rank_of_a_ddp_run_on_two_h200s_is_named_from_its_nccl_kernels() {
     assert_eq!(slow["nccl"]["link_peak"]["bytes_per_s"], 18.0 * 26_562e6);
     let text = report_text(&h200_ddp("slow"));
     assert!(
-        text.contains("    rank  host                  pid      steady   waiting   in NCCL    launches\n       1  vm                    756      14.4 s      3.8%      3.1%       15002"),
+        text.contains("    rank  host                  pid      steady   waiting   in NCCL    launches\n       1  vm                    756      14.4 s     3.8 %     3.1 %       15002"),
         "{text}"
     );
     // Large copies against the PCIe gen5 x16 peak; 4-byte .item() copies are not judged.

@@ -90,11 +90,10 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The `--json` report: the last line of stdout.
+/// The `--json -` report: stdout, exactly one JSON document.
 fn report_of(out: &Output) -> serde_json::Value {
-    let stdout = text(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", text(&out.stderr)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
 }
 
 fn signal(child: &Child, sig: i32) {
@@ -140,7 +139,7 @@ fn an_install_path_with_a_space_or_colon_never_preloads_a_planted_library() {
             root.path().join("kept-marker"),
         );
         let out = Command::new(dir.join("gpuspy"))
-            .args(["run", "--json", "-o"])
+            .args(["run", "--json", "-", "-o"])
             .arg(root.path().join(format!("out-{tail}")))
             .arg("--")
             .arg(program("linked"))
@@ -181,7 +180,7 @@ fn sigterm_and_sighup_are_forwarded_and_the_report_printed() {
         let ready = dir.path().join("ready");
         let child = spawn_run(
             dir.path(),
-            &["--json", "-o", s(&dir.path().join("out")), "--"]
+            &["--json", "-", "-o", s(&dir.path().join("out")), "--"]
                 .into_iter()
                 .chain([s(&program("waiter")), "5", s(&ready)])
                 .collect::<Vec<_>>(),
@@ -190,7 +189,8 @@ fn sigterm_and_sighup_are_forwarded_and_the_report_printed() {
         signal(&child, sig);
         let out = finish(child, dir.path());
         assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
-        assert!(text(&out.stdout).contains(counts), "{}", text(&out.stdout));
+        // The waiter's own stdout went to stderr: stdout is the JSON alone.
+        assert!(text(&out.stderr).contains(counts), "{}", text(&out.stderr));
         assert_eq!(count(&report_of(&out), "cuLaunchKernel"), 5);
     }
 }
@@ -359,6 +359,7 @@ fn concurrent_runs_sharing_a_directory_report_only_their_own() {
         &a_dir,
         &[
             "--json",
+            "-",
             "-o",
             s(&shared),
             "--",
@@ -381,6 +382,7 @@ fn concurrent_runs_sharing_a_directory_report_only_their_own() {
             &b_dir,
             &[
                 "--json",
+                "-",
                 "-o",
                 s(&shared),
                 "--",

@@ -18,6 +18,8 @@ mod gpu;
 /// The program and its data survive file-size limits, exec, thousands of threads, signals,
 /// chdir, secrets in the command line and output directories others control.
 mod hardening;
+/// The CLI's own documentation: help with examples, shell completions, manual pages.
+mod help;
 /// Runs with calls the shim did not record: every view says the data is incomplete.
 mod incomplete;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.

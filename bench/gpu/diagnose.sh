@@ -14,7 +14,7 @@ echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_ver
 for mode in launch-bound sync-stalled sync-fixed pageable-memcpy pageable-fixed alloc-churn alloc-fixed slow-startup healthy-matmul healthy-graph input-starved input-fixed um-fault-heavy um-fixed small-grid small-grid-fixed; do
     env=()
     [ "$mode" = alloc-churn ] && env=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
-    env "${env[@]}" "$bin/gpuspy" run --json -o "$out/dumps/$mode" -- $py examples/staged.py "$mode" \
+    env "${env[@]}" "$bin/gpuspy" run --json "$out/dumps/$mode.report.json" -o "$out/dumps/$mode" -- $py examples/staged.py "$mode" \
         > "$out/dumps/$mode.out" 2> "$out/dumps/$mode.err"
     echo "$mode: exit $? $(grep loop_s "$out/dumps/$mode.out")"
 done

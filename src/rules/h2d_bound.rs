@@ -49,8 +49,8 @@ side stream)."
                 self,
                 busy,
                 format!(
-                    "{calls} host-to-device copies moved {:.2} GB at {:.1} GB/s, about {:.0} % of an assumed 25 GB/s link",
-                    bytes as f64 / 1e9,
+                    "{calls} host-to-device copies moved {} at {:.1} GB/s, about {:.0} % of an assumed 25 GB/s link",
+                    crate::render_text::bytes(bytes),
                     bytes_per_s / 1e9,
                     busy * 100.0
                 ),
@@ -81,6 +81,13 @@ mod tests {
         };
         assert!((f.impact - 0.8).abs() < 0.01);
         assert!(f.heuristic);
+        // Sizes in binary units, as in the report's tables; rates in GB/s.
+        assert!(
+            f.summary
+                .starts_with("1000 host-to-device copies moved 18.6 GiB at 20.0 GB/s"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]

@@ -27,8 +27,10 @@ or more launches at 10,000 or more a second, that is, a launch every 100 us or m
 A PyTorch eager op costs 5–15 us of host time, so such a loop is launch-bound whatever the
 GPU could do.
 
-A host that spends half the time or more blocked in syncs is waiting for a busy GPU, so
-the rule does not fire then.
+A host that spends half the steady-state time or more blocked in explicit syncs and
+synchronous copies is waiting for a busy GPU, so the rule does not fire then. Waits inside
+pageable `*Async` copies do not count towards that half (they are `pageable-memcpy`'s
+evidence), so a run blocked mostly there can be found launch-bound too.
 
 Impact: the share of the steady-state time spent inside launch calls, but no more than the
 time the host was not blocked. It is a lower bound where the GPU idles: CUDA graphs also

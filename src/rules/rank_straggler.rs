@@ -78,7 +78,7 @@ sizes."
             self,
             share((extra * 1000.0) as u64, 1000),
             format!(
-                "rank {rank} ({}, pid {}) waits {:.0} % of its time in {waited_in}, the other {} ranks a median {:.0} %: they wait for rank {rank}",
+                "rank {rank} ({}, pid {}) waits {:.0} % of its time in {waited_in}, the other {} rank(s) a median of {:.0} % of theirs: they wait for rank {rank}",
                 straggler.host,
                 straggler.pid,
                 waits[at] * 100.0,
