@@ -1,0 +1,137 @@
+//! The default CUPTI mode: the activity kinds are on in duty cycles, one slot of `ON_NS`
+//! in every `cycle` slots, with `cycle` chosen after each slot from the records it
+//! produced, so that CUPTI's own cost stays within `BUDGET_PPM` of the program's time.
+//! CUPTI costs per record (its instrumentation runs in each launch), so a job with few,
+//! long kernels is recorded whole (cycle 1) and a launch-bound one is sampled.
+//!
+//! Unified-memory counters have a cycle of their own, fixed: on the H200 they cost a
+//! managed-memory loop +60 % while on, and switching them takes 14-22 ms
+//! (bench/results/gpu-2026-11-30-sampling-1), so they are on for `UM_ON_NS` in every
+//! `UM_CYCLE` slots of that length: about 0.9 % of the loop's time, plus the switches.
+
+/// How long the kinds stay on in each cycle: two windows of the timeline's first width.
+pub const ON_NS: u64 = 20_000_000;
+/// What one kernel record costs the program: 1.1 µs per launch measured in-process,
+/// 1.8-2.1 µs per launch in paired process runs on the H200 (docs/overhead.md).
+const COST_PER_RECORD_NS: u64 = 2_000;
+/// CUPTI's share of the program's time at most: 1.5 %, leaving the host side its ~0.5 %
+/// within the 2 % budget.
+const BUDGET_PPM: u64 = 15_000;
+/// The longest cycle: one slot in 64 (1.28 s) still samples a long run densely enough.
+pub const MAX_CYCLE: u64 = 64;
+/// The unified-memory counters' slot and cycle: 100 ms on in every 6.4 s.
+pub const UM_ON_NS: u64 = 100_000_000;
+pub const UM_CYCLE: u64 = 64;
+
+/// The cycle (in slots, one of them on) that keeps `records` per `on_ns` within budget.
+pub fn cycle_for(records: u64, on_ns: u64) -> u64 {
+    let cost_ppm = records.saturating_mul(COST_PER_RECORD_NS * 1_000_000) / on_ns.max(1);
+    cost_ppm.div_ceil(BUDGET_PPM).clamp(1, MAX_CYCLE)
+}
+
+/// The switch's state: on or off, and when to look again.
+pub struct DutyCycle {
+    on_ns: u64,
+    /// None: the cycle follows the record rate.
+    fixed_cycle: Option<u64>,
+    on: bool,
+    /// The slot now on began at `on_since`, with `counted` records of the period before it.
+    on_since: u64,
+    counted: u64,
+    next_at: u64,
+}
+
+impl DutyCycle {
+    /// The traced kinds' switch, on from `now`.
+    pub fn adaptive(now: u64) -> DutyCycle {
+        DutyCycle::starting(now, ON_NS, None)
+    }
+
+    /// The unified-memory counters' switch, on from `now`.
+    pub fn unified_memory(now: u64) -> DutyCycle {
+        DutyCycle::starting(now, UM_ON_NS, Some(UM_CYCLE))
+    }
+
+    fn starting(now: u64, on_ns: u64, fixed_cycle: Option<u64>) -> DutyCycle {
+        DutyCycle {
+            on_ns,
+            fixed_cycle,
+            on: true,
+            on_since: now,
+            counted: 0,
+            next_at: now + on_ns,
+        }
+    }
+
+    pub fn next_at(&self) -> u64 {
+        self.next_at
+    }
+
+    /// At `now`: Some(new state) when the kinds must be switched. `records` counts the
+    /// records of the recording period now open (a new period starts at each switch on).
+    pub fn step(&mut self, now: u64, records: impl FnOnce() -> u64) -> Option<bool> {
+        if now < self.next_at {
+            return None;
+        }
+        if !self.on {
+            self.on = true;
+            self.on_since = now;
+            self.counted = 0;
+            self.next_at = now + self.on_ns;
+            return Some(true);
+        }
+        let cycle = self.fixed_cycle.unwrap_or_else(|| {
+            let total = records();
+            let cycle = cycle_for(total.saturating_sub(self.counted), now - self.on_since);
+            self.counted = total;
+            cycle
+        });
+        if cycle == 1 {
+            self.on_since = now;
+            self.next_at = now + self.on_ns;
+            return None;
+        }
+        self.on = false;
+        self.next_at = now + (cycle - 1) * self.on_ns;
+        Some(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn the_cycle_keeps_cuptis_cost_within_budget() {
+        // 7,500 records a second cost 2 µs each: 1.5 %, exactly the budget: always on.
+        assert_eq!(cycle_for(150, ON_NS), 1);
+        assert_eq!(cycle_for(151, ON_NS), 2);
+        // A launch-bound loop, 2 launches per 15 µs: 133,333 a second, 26.7 % -> 1 in 18.
+        assert_eq!(cycle_for(2_667, ON_NS), 18);
+        assert_eq!(cycle_for(1_000_000, ON_NS), MAX_CYCLE);
+        assert_eq!(cycle_for(0, 0), 1);
+    }
+
+    #[test]
+    fn the_switch_stays_on_while_cheap_and_cycles_when_not() {
+        let mut d = DutyCycle::adaptive(0);
+        assert_eq!(d.step(10 * MS, || unreachable!()), None);
+        assert_eq!(d.step(20 * MS, || 100), None);
+        assert_eq!(d.next_at(), 40 * MS);
+        // The period's count goes on: 3,000 more records in this slot, cycle 20, off for 19.
+        assert_eq!(d.step(40 * MS, || 3_100), Some(false));
+        assert_eq!(d.next_at(), 40 * MS + 19 * ON_NS);
+        assert_eq!(d.step(d.next_at(), || unreachable!()), Some(true));
+        assert_eq!(d.next_at(), 40 * MS + 20 * ON_NS);
+    }
+
+    #[test]
+    fn unified_memory_counters_cycle_at_a_fixed_rate() {
+        let mut d = DutyCycle::unified_memory(0);
+        assert_eq!(d.step(UM_ON_NS, || unreachable!()), Some(false));
+        assert_eq!(d.next_at(), UM_CYCLE * UM_ON_NS);
+        assert_eq!(d.step(UM_CYCLE * UM_ON_NS, || unreachable!()), Some(true));
+    }
+}
