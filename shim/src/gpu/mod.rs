@@ -270,22 +270,33 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
             cupti::switch_unified_memory(true);
         }
         let mut wake = deadline;
-        if let Some(traced) = duty.traced.as_mut() {
-            let records = || {
-                // The slot's last records first: its rate decides the next cycle.
+        if let Some(traced) = duty.traced.as_mut().filter(|d| unix >= d.next_at()) {
+            if traced.is_on() {
+                cupti::switch_traced_kinds(false);
+                // The slot's records, gathered with the kinds off: its rate decides the
+                // next cycle.
                 cupti::collect(false, SETTLE_MARGIN_NS);
-                cupti::records_this_period()
-            };
-            if let Some(on) = traced.step(unix, records) {
-                cupti::switch_traced_kinds(on);
+                if traced.slot_ended(clock::unix_ns(), cupti::records_this_period()) {
+                    cupti::switch_traced_kinds(true);
+                    traced.turned_on(clock::unix_ns());
+                }
+            } else {
+                cupti::switch_traced_kinds(true);
+                traced.turned_on(clock::unix_ns());
             }
-            wake = wake.min(now + traced.next_at().saturating_sub(unix));
         }
-        if let Some(um) = duty.unified_memory.as_mut() {
-            if let Some(on) = um.step(unix, || 0) {
-                cupti::switch_unified_memory(on);
+        if let Some(um) = duty.unified_memory.as_mut().filter(|d| unix >= d.next_at()) {
+            if um.is_on() {
+                cupti::switch_unified_memory(false);
+                um.slot_ended(clock::unix_ns(), 0);
+            } else {
+                cupti::switch_unified_memory(true);
+                um.turned_on(clock::unix_ns());
             }
-            wake = wake.min(now + um.next_at().saturating_sub(unix));
+        }
+        let unix = clock::unix_ns();
+        for d in [&duty.traced, &duty.unified_memory].into_iter().flatten() {
+            wake = wake.min(now + d.next_at().saturating_sub(unix));
         }
         std::thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
     }

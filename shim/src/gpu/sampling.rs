@@ -35,9 +35,7 @@ pub struct DutyCycle {
     /// None: the cycle follows the record rate.
     fixed_cycle: Option<u64>,
     on: bool,
-    /// The slot now on began at `on_since`, with `counted` records of the period before it.
     on_since: u64,
-    counted: u64,
     next_at: u64,
 }
 
@@ -58,7 +56,6 @@ impl DutyCycle {
             fixed_cycle,
             on: true,
             on_since: now,
-            counted: 0,
             next_at: now + on_ns,
         }
     }
@@ -67,33 +64,27 @@ impl DutyCycle {
         self.next_at
     }
 
-    /// At `now`: Some(new state) when the kinds must be switched. `records` counts the
-    /// records of the recording period now open (a new period starts at each switch on).
-    pub fn step(&mut self, now: u64, records: impl FnOnce() -> u64) -> Option<bool> {
-        if now < self.next_at {
-            return None;
-        }
-        if !self.on {
-            self.on = true;
-            self.on_since = now;
-            self.counted = 0;
-            self.next_at = now + self.on_ns;
-            return Some(true);
-        }
-        let cycle = self.fixed_cycle.unwrap_or_else(|| {
-            let total = records();
-            let cycle = cycle_for(total.saturating_sub(self.counted), now - self.on_since);
-            self.counted = total;
-            cycle
-        });
-        if cycle == 1 {
-            self.on_since = now;
-            self.next_at = now + self.on_ns;
-            return None;
-        }
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// The kinds were switched on at `now`.
+    pub fn turned_on(&mut self, now: u64) {
+        self.on = true;
+        self.on_since = now;
+        self.next_at = now + self.on_ns;
+    }
+
+    /// The slot that was on ended at `now` (the kinds are off, so that gathering its
+    /// records does not compete with the program while they are on) with `records`
+    /// records. True: switch them on again at once, the slot was within budget.
+    pub fn slot_ended(&mut self, now: u64, records: u64) -> bool {
+        let cycle = self
+            .fixed_cycle
+            .unwrap_or_else(|| cycle_for(records, now - self.on_since));
         self.on = false;
         self.next_at = now + (cycle - 1) * self.on_ns;
-        Some(false)
+        cycle == 1
     }
 }
 
@@ -117,21 +108,23 @@ mod tests {
     #[test]
     fn the_switch_stays_on_while_cheap_and_cycles_when_not() {
         let mut d = DutyCycle::adaptive(0);
-        assert_eq!(d.step(10 * MS, || unreachable!()), None);
-        assert_eq!(d.step(20 * MS, || 100), None);
-        assert_eq!(d.next_at(), 40 * MS);
-        // The period's count goes on: 3,000 more records in this slot, cycle 20, off for 19.
-        assert_eq!(d.step(40 * MS, || 3_100), Some(false));
-        assert_eq!(d.next_at(), 40 * MS + 19 * ON_NS);
-        assert_eq!(d.step(d.next_at(), || unreachable!()), Some(true));
-        assert_eq!(d.next_at(), 40 * MS + 20 * ON_NS);
+        assert!(d.is_on());
+        assert_eq!(d.next_at(), ON_NS);
+        // 100 records in a slot: within budget, on again at once.
+        assert!(d.slot_ended(ON_NS, 100));
+        d.turned_on(ON_NS);
+        // 3,000 in the next: cycle 20, off for 19 slots.
+        assert!(!d.slot_ended(2 * ON_NS, 3_000));
+        assert!(!d.is_on());
+        assert_eq!(d.next_at(), 2 * ON_NS + 19 * ON_NS);
+        d.turned_on(d.next_at());
+        assert_eq!(d.next_at(), 22 * ON_NS);
     }
 
     #[test]
     fn unified_memory_counters_cycle_at_a_fixed_rate() {
         let mut d = DutyCycle::unified_memory(0);
-        assert_eq!(d.step(UM_ON_NS, || unreachable!()), Some(false));
+        assert!(!d.slot_ended(UM_ON_NS, 0));
         assert_eq!(d.next_at(), UM_CYCLE * UM_ON_NS);
-        assert_eq!(d.step(UM_CYCLE * UM_ON_NS, || unreachable!()), Some(true));
     }
 }
