@@ -3,10 +3,14 @@
 //!
 //! gpuspy never calls `cuptiSubscribe` (that would take CUPTI from torch.profiler). It
 //! registers buffer callbacks, enables CONCURRENT_KERNEL (not KERNEL, which serialises
-//! kernels), MEMCPY, MEMSET, OVERHEAD and the unified-memory counters, and flushes from its
+//! kernels), MEMCPY, MEMSET, OVERHEAD and the unified-memory counters (by default the
+//! traced kinds and the counters in duty cycles, `super::sampling`), and flushes from its
 //! own thread. The request callback runs on application threads inside CUDA calls, so it
 //! only hands out a buffer from a fixed pool; completion callbacks only queue the buffer
-//! (under the pool lock, under which nothing calls CUPTI); the gpuspy thread parses.
+//! (under the pool lock, under which nothing calls CUPTI); the gpuspy thread parses. The
+//! lock is taken on a program thread once per 512 KiB buffer (about 2,000 records) and is
+//! otherwise held only for a drain: a lock-free queue would save nothing measurable
+//! (docs/design.md, "Sampled by default").
 //!
 //! The program's own CUPTI client comes first. The V1 callbacks are process-wide and a
 //! later registration silently replaces ours, so the shim exports
