@@ -38,8 +38,8 @@ use gpuspy_format::gpu::{
 };
 use gpuspy_format::hist::{self, Histogram};
 use gpuspy_format::timeline::{
-    self, DeviceWindows, HostEvent, HostEventKind, IdleCause, IdleGap, IdleSeries,
-    FIRST_WINDOW_NS, LONG_GAP_NS, SAMPLED_EVENTS, WINDOWS,
+    self, DeviceWindows, HostEvent, HostEventKind, IdleCause, IdleGap, IdleSeries, FIRST_WINDOW_NS,
+    LONG_GAP_NS, SAMPLED_EVENTS, WINDOWS,
 };
 use gpuspy_format::SyncCause;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -131,10 +131,14 @@ pub fn idle_cause(opened: u64, events: &[HostEvent], complete: bool) -> IdleCaus
                 }
         })
     };
-    [IdleCause::Collective, IdleCause::PageableCopy, IdleCause::Alloc]
-        .into_iter()
-        .find(|&cause| in_progress(cause))
-        .unwrap_or(IdleCause::Host)
+    [
+        IdleCause::Collective,
+        IdleCause::PageableCopy,
+        IdleCause::Alloc,
+    ]
+    .into_iter()
+    .find(|&cause| in_progress(cause))
+    .unwrap_or(IdleCause::Host)
 }
 
 /// Where host events are found: `crate::events::between` in the shim, a list in tests.
@@ -337,16 +341,29 @@ impl Aggregator {
     pub fn settle(&mut self, horizon: u64, now: u64, events: HostEvents<'_>) {
         let origin = self.origin_unix_ns;
         for d in self.devices.values_mut() {
-            d.settle(origin, &self.periods, self.first_period, horizon, now, events);
+            d.settle(
+                origin,
+                &self.periods,
+                self.first_period,
+                horizon,
+                now,
+                events,
+            );
         }
-        // Periods every device has swept past, and that can hold no more records, go.
+        // Periods every device has swept past, and that can hold no more records (the
+        // next one opened before the horizon), go.
         let oldest = self
             .devices
             .values()
             .map(|d| d.sweep.period)
             .min()
-            .unwrap_or(self.first_period + self.periods.len() as u64 - 1);
-        while self.first_period < oldest && self.periods.len() > 1 {
+            .unwrap_or(u64::MAX);
+        while self.first_period < oldest
+            && self
+                .periods
+                .get(1)
+                .is_some_and(|next| next.on <= horizon.min(now))
+        {
             self.periods.pop_front();
             self.first_period += 1;
         }
@@ -380,9 +397,13 @@ impl Aggregator {
 
     /// The time since the counters were first switched on over the time they were on.
     fn um_factor(&self, now: u64) -> f64 {
-        let open = self.um_on_since.map_or(0, |since| now.saturating_sub(since));
+        let open = self
+            .um_on_since
+            .map_or(0, |since| now.saturating_sub(since));
         let on = self.um_on_ns + open;
-        let covered = self.um_first_on.map_or(0, |first| now.saturating_sub(first));
+        let covered = self
+            .um_first_on
+            .map_or(0, |first| now.saturating_sub(first));
         if !self.sampled || on == 0 || covered <= on {
             1.0
         } else {
@@ -1495,13 +1516,22 @@ mod tests {
     #[test]
     fn each_idle_gap_gets_the_host_state_at_its_opening() {
         let mut agg = full();
-        for (s, e) in [(0, MS), (3 * MS, 4 * MS), (4 * MS + 2_000, 5 * MS), (8 * MS, 9 * MS)] {
+        for (s, e) in [
+            (0, MS),
+            (3 * MS, 4 * MS),
+            (4 * MS + 2_000, 5 * MS),
+            (8 * MS, 9 * MS),
+        ] {
             agg.add(kernel(s, e));
         }
         // The sync that waited for the first kernel returned 50 µs after it ended; an
         // allocation was under way when the third kernel ended.
         let mut events = history(vec![
-            event(200_000, MS + 50_000, HostEventKind::Sync(SyncCause::Explicit)),
+            event(
+                200_000,
+                MS + 50_000,
+                HostEventKind::Sync(SyncCause::Explicit),
+            ),
             event(4 * MS + 500_000, 6 * MS, HostEventKind::Alloc),
         ]);
         agg.period_off(T0 + 10 * MS);
@@ -1561,7 +1591,10 @@ mod tests {
         assert_eq!(cause(&[copy.clone()]), IdleCause::PageableCopy);
         let pageable = e(0, at + MS, Sync(SyncCause::PageableAsyncCopy));
         assert_eq!(cause(&[pageable]), IdleCause::PageableCopy);
-        assert_eq!(cause(&[e(0, at + MS, Sync(SyncCause::Free))]), IdleCause::Alloc);
+        assert_eq!(
+            cause(&[e(0, at + MS, Sync(SyncCause::Free))]),
+            IdleCause::Alloc
+        );
         let collective = e(0, at + MS, Collective);
         assert_eq!(cause(&[copy, collective.clone()]), IdleCause::Collective);
         // Over by the opening: not in progress.
@@ -1635,6 +1668,23 @@ mod tests {
         // [0,1) and [2,3), all of [5,8), then [14,15).
         assert_eq!(w[0].idle_ns[0].ns, [2 * MS + 3 * MS, MS]);
         assert_eq!(w[0].busy_ns, [MS, MS]);
+    }
+
+    #[test]
+    fn a_device_whose_records_come_late_still_has_the_periods_they_belong_to() {
+        let mut agg = Aggregator::new(T0, T0, 0, true);
+        agg.period_off(T0 + 3 * MS);
+        agg.period_on(T0 + 5 * MS);
+        // No device yet: the periods after the horizon must stay.
+        agg.settle(T0 + 4 * MS, T0 + 4 * MS, &mut no_events);
+        agg.add(kernel(6 * MS, 7 * MS));
+        agg.period_off(T0 + 8 * MS);
+        agg.settle(u64::MAX, T0 + 9 * MS, &mut no_events);
+        let (_, w) = agg.windows(T0);
+        // [0,3) idle (the first period, the queue empty), then [6,8).
+        assert_eq!(w[0].observed_ns, [5 * MS]);
+        assert_eq!(w[0].busy_ns, [MS]);
+        assert_eq!(w[0].idle_ns[0].ns, [4 * MS]);
     }
 
     #[test]

@@ -413,9 +413,10 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
             // SAFETY: a buffer of ours that CUPTI completed with `valid` bytes.
             unsafe { reduce(api, agg, buffer as *mut u8, valid) };
         }
-        if forced {
-            // The last flush: the period open now ends here.
-            agg.period_off(now);
+        let yielded = YIELDED_AT.load(Relaxed);
+        if forced || yielded > 0 {
+            // The last flush, or gpuspy stepped aside: recording ended then.
+            agg.period_off(if yielded > 0 { yielded } else { now });
         }
         agg.settle(
             if forced { u64::MAX } else { horizon },

@@ -182,7 +182,10 @@ fn run() {
     let settings = settings();
     let cupti = match settings.cupti {
         CuptiMode::Off => Err("off (GPUSPY_CUPTI=0)".to_string()),
-        mode => cupti::start(mode == CuptiMode::Sampled, crate::lifecycle::start_unix_ns()),
+        mode => cupti::start(
+            mode == CuptiMode::Sampled,
+            crate::lifecycle::start_unix_ns(),
+        ),
     };
     let sampled = settings.cupti == CuptiMode::Sampled && cupti.is_ok();
     let mut duty = Switches {
@@ -198,7 +201,10 @@ fn run() {
             return;
         }
         cupti::collect(false, SETTLE_MARGIN_NS);
-        sleep_until(clock::monotonic_ns() + settings.interval.as_nanos() as u64, &mut duty);
+        sleep_until(
+            clock::monotonic_ns() + settings.interval.as_nanos() as u64,
+            &mut duty,
+        );
     }
     // A program whose own CUPTI client (torch.profiler started before the first CUDA call)
     // was already active hung in its first cuBLAS call on the H200 in both runs where
