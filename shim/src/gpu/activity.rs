@@ -1588,7 +1588,7 @@ mod tests {
         assert_eq!(cause(&[sync(at + SYNC_RETURN_NS + 1)]), IdleCause::Host);
         assert_eq!(cause(&[sync(at - CLOCK_SLACK_NS - 1)]), IdleCause::Host);
         let copy = e(0, at + MS, Sync(SyncCause::SyncCopy));
-        assert_eq!(cause(&[copy.clone()]), IdleCause::PageableCopy);
+        assert_eq!(cause(std::slice::from_ref(&copy)), IdleCause::PageableCopy);
         let pageable = e(0, at + MS, Sync(SyncCause::PageableAsyncCopy));
         assert_eq!(cause(&[pageable]), IdleCause::PageableCopy);
         assert_eq!(

@@ -92,8 +92,6 @@ impl DutyCycle {
 mod tests {
     use super::*;
 
-    const MS: u64 = 1_000_000;
-
     #[test]
     fn the_cycle_keeps_cuptis_cost_within_budget() {
         // 7,500 records a second cost 2 µs each: 1.5 %, exactly the budget: always on.
