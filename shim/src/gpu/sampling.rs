@@ -11,6 +11,9 @@
 
 /// How long the kinds stay on in each cycle: two windows of the timeline's first width.
 pub const ON_NS: u64 = 20_000_000;
+/// A slot within budget is followed by one twice as long, up to this: a job that is
+/// cheap to record is switched (and flushed) a few times a second, not 50.
+pub const MAX_ON_NS: u64 = 160_000_000;
 /// What one kernel record costs the program: 1.1 µs per launch measured in-process,
 /// 1.8-2.1 µs per launch in paired process runs on the H200 (docs/overhead.md).
 const COST_PER_RECORD_NS: u64 = 2_000;
@@ -31,7 +34,9 @@ pub fn cycle_for(records: u64, on_ns: u64) -> u64 {
 
 /// The switch's state: on or off, and when to look again.
 pub struct DutyCycle {
+    /// The slot's length: `base_on_ns`, grown while slots stay within budget.
     on_ns: u64,
+    base_on_ns: u64,
     /// None: the cycle follows the record rate.
     fixed_cycle: Option<u64>,
     on: bool,
@@ -53,6 +58,7 @@ impl DutyCycle {
     fn starting(now: u64, on_ns: u64, fixed_cycle: Option<u64>) -> DutyCycle {
         DutyCycle {
             on_ns,
+            base_on_ns: on_ns,
             fixed_cycle,
             on: true,
             on_since: now,
@@ -83,6 +89,11 @@ impl DutyCycle {
             .fixed_cycle
             .unwrap_or_else(|| cycle_for(records, now - self.on_since));
         self.on = false;
+        self.on_ns = if cycle == 1 {
+            (self.on_ns * 2).min(MAX_ON_NS)
+        } else {
+            self.base_on_ns
+        };
         self.next_at = now + (cycle - 1) * self.on_ns;
         cycle == 1
     }
@@ -108,15 +119,23 @@ mod tests {
         let mut d = DutyCycle::adaptive(0);
         assert!(d.is_on());
         assert_eq!(d.next_at(), ON_NS);
-        // 100 records in a slot: within budget, on again at once.
+        // 100 records in a slot: within budget, on again at once for twice as long.
         assert!(d.slot_ended(ON_NS, 100));
         d.turned_on(ON_NS);
-        // 3,000 in the next: cycle 20, off for 19 slots.
-        assert!(!d.slot_ended(2 * ON_NS, 3_000));
+        assert_eq!(d.next_at(), 3 * ON_NS);
+        // 6,000 in that 40 ms slot: cycle 20, off for 19 slots of the first length.
+        assert!(!d.slot_ended(3 * ON_NS, 6_000));
         assert!(!d.is_on());
-        assert_eq!(d.next_at(), 2 * ON_NS + 19 * ON_NS);
+        assert_eq!(d.next_at(), 3 * ON_NS + 19 * ON_NS);
         d.turned_on(d.next_at());
-        assert_eq!(d.next_at(), 22 * ON_NS);
+        assert_eq!(d.next_at(), 23 * ON_NS);
+        // Slots grow no longer than MAX_ON_NS.
+        for _ in 0..10 {
+            let at = d.next_at();
+            assert!(d.slot_ended(at, 0));
+            d.turned_on(at);
+        }
+        assert_eq!(d.next_at() - d.on_since, MAX_ON_NS);
     }
 
     #[test]
