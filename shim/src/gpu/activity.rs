@@ -340,6 +340,32 @@ impl Aggregator {
     /// `events`.
     pub fn settle(&mut self, horizon: u64, now: u64, events: HostEvents<'_>) {
         let origin = self.origin_unix_ns;
+        // One look-up of the host's events for the time this settle commits, rather than
+        // one per gap (a launch-bound loop has 100,000 gaps a second); a gap outside it,
+        // or a span whose events were partly lost, is looked up on its own.
+        let from = self
+            .devices
+            .values()
+            .map(|d| d.sweep.frontier)
+            .min()
+            .unwrap_or(now)
+            .saturating_sub(CLOCK_SLACK_NS);
+        let to = horizon.min(now).saturating_add(SYNC_RETURN_NS);
+        let mut batch = Vec::new();
+        let complete = !self.devices.is_empty() && events(from, to, &mut batch);
+        let mut cached = |a: u64, b: u64, out: &mut Vec<HostEvent>| {
+            if complete && from <= a && b <= to {
+                out.extend(
+                    batch
+                        .iter()
+                        .filter(|e| e.start_unix_ns <= b && e.end_unix_ns >= a)
+                        .cloned(),
+                );
+                true
+            } else {
+                events(a, b, out)
+            }
+        };
         for d in self.devices.values_mut() {
             d.settle(
                 origin,
@@ -347,7 +373,7 @@ impl Aggregator {
                 self.first_period,
                 horizon,
                 now,
-                events,
+                &mut cached,
             );
         }
         // Periods every device has swept past, and that can hold no more records (the
@@ -1567,6 +1593,41 @@ mod tests {
         assert_eq!(w[0].recent_gaps.len(), 3);
         // Only the gaps between two stretches of activity are in the histogram.
         assert_eq!(only(&agg).gap_hist.count(), 3);
+    }
+
+    #[test]
+    fn host_events_are_looked_up_once_per_settle_when_none_were_lost() {
+        let mut agg = full();
+        for i in 0..100 {
+            agg.add(kernel(i * 100_000, i * 100_000 + 50_000));
+        }
+        let mut calls = 0;
+        let mut counting = |_: u64, _: u64, _: &mut Vec<HostEvent>| {
+            calls += 1;
+            true
+        };
+        agg.settle(T0 + 20 * MS, T0 + 20 * MS, &mut counting);
+        assert_eq!(calls, 1);
+        // Lost events: every gap asks for its own span, and gets `unknown` where lost.
+        let mut agg = full();
+        for i in 0..3 {
+            agg.add(kernel(i * MS, i * MS + 500_000));
+        }
+        let mut calls = 0;
+        let mut lossy = |from: u64, _: u64, _: &mut Vec<HostEvent>| {
+            calls += 1;
+            from > T0 + MS
+        };
+        agg.settle(T0 + 3 * MS, T0 + 3 * MS, &mut lossy);
+        // The batch, then the gaps opening at 0.5, 1.5 and 2.5 ms.
+        assert_eq!(calls, 4);
+        let (_, w) = agg.windows(T0);
+        let idle: Vec<(IdleCause, u64)> = w[0]
+            .idle_ns
+            .iter()
+            .map(|s| (s.cause, s.ns.iter().sum()))
+            .collect();
+        assert_eq!(idle, [(IdleCause::Host, MS), (IdleCause::Unknown, 500_000)]);
     }
 
     #[test]
