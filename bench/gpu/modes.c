@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
             launches += 2;
         }
     } else if (strcmp(w, "managed") == 0) {
-        iters = iters ? iters : 40;
+        iters = iters ? iters : 20;
         unsigned pages = 16384;
         unsigned long long p = 0;
         if (GET("cuMemAllocManaged")(&p, (size_t)pages * 4096, 1)) {
