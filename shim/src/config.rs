@@ -33,8 +33,8 @@ pub struct Config {
     pub fsync: bool,
     /// `GPUSPY_NVML_MS`: NVML sampling period, None when `0` turns NVML off.
     pub nvml_every: Option<Duration>,
-    /// `GPUSPY_CUPTI` unset or not `0`.
-    pub cupti: bool,
+    /// `GPUSPY_CUPTI`: `0` off, `full` every record, anything else (unset) sampled.
+    pub cupti: CuptiMode,
     /// `GPUSPY_CUPTI_PATH`: a libcupti to load when the process has none.
     pub cupti_path: Option<PathBuf>,
 }
@@ -60,13 +60,27 @@ impl Config {
             record_args: var("GPUSPY_CMDLINE").is_none_or(|v| v != "0"),
             fsync: var("GPUSPY_FSYNC").is_none_or(|v| v != "0"),
             nvml_every: (nvml_ms != 0).then(|| Duration::from_millis(nvml_ms.max(10))),
-            cupti: var("GPUSPY_CUPTI").is_none_or(|v| v != "0"),
+            cupti: match var("GPUSPY_CUPTI").as_deref() {
+                Some("0") => CuptiMode::Off,
+                Some("full") => CuptiMode::Full,
+                _ => CuptiMode::Sampled,
+            },
             // A path, not text: read as an OsString.
             cupti_path: std::env::var_os("GPUSPY_CUPTI_PATH")
                 .filter(|p| !p.is_empty())
                 .map(PathBuf::from),
         }
     }
+}
+
+/// How much CUPTI activity the shim records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CuptiMode {
+    Off,
+    /// Activity kinds on in duty cycles sized to CUPTI's cost (gpu/sampling.rs).
+    Sampled,
+    /// Every record, for the whole run.
+    Full,
 }
 
 /// An image after `exec`: its number and the process's start.

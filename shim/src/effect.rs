@@ -80,6 +80,7 @@ impl Effect {
             Effect::ManagedAlloc { out, bytes } if !out.is_null() => {
                 // SAFETY: as above.
                 hostmem::insert(unsafe { *out } as usize, bytes, HostKind::Managed);
+                crate::gpu::on_managed_memory();
             }
             Effect::Release { ptr } => hostmem::remove(ptr),
             _ => {}

@@ -30,6 +30,7 @@ mod config;
 mod doors;
 mod dump;
 mod effect;
+mod events;
 mod exec;
 mod gpu;
 mod hooks;

@@ -31,6 +31,12 @@ pub fn next_image() -> String {
     )
 }
 
+/// The process's start (Unix ns), the origin of the dump's timeline; 0 before the first
+/// recorded call.
+pub fn start_unix_ns() -> u64 {
+    START_UNIX_NS.load(Relaxed)
+}
+
 /// At load: the environment and the working directory as the program was started with them.
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {

@@ -214,8 +214,6 @@ pub struct Activity {
     pub memsets: u64,
     pub memset_bytes: u64,
     pub memset_ns: u64,
-    /// Kernel busy time over time, for plotting and for busy share in a window.
-    pub busy_series: BusySeries,
     /// Records that arrived after the time they cover had been settled; their overlap
     /// with settled time is not counted (see docs/dump-format.md).
     pub late_records: u64,
@@ -225,6 +223,21 @@ pub struct Activity {
     /// NCCL kernels per collective, complete (not limited to the top kernels).
     #[serde(default)]
     pub collectives: Vec<CollectiveKernels>,
+    /// Present when CUPTI recorded only part of the time (the default, `GPUSPY_CUPTI`
+    /// unset): the counts and times above are then what was seen, multiplied by `factor`.
+    /// Absent under `GPUSPY_CUPTI=full` and in dumps before sampling existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<Sampled>,
+}
+
+/// How much of the run CUPTI recorded, when activity was sampled in duty cycles.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Sampled {
+    /// Time recorded, and the time from the first recording period to the last one's end.
+    pub observed_ns: u64,
+    pub covered_ns: u64,
+    /// `covered_ns / observed_ns`: what the recorded counts and times were multiplied by.
+    pub factor: f64,
 }
 
 /// GPU idle gaps this long are pauses between phases of a run (set-up such as a model
@@ -253,22 +266,6 @@ impl Activity {
     pub fn busy_share(&self) -> Option<f64> {
         let span = self.working_span_ns();
         (span > 0).then(|| self.busy_ns as f64 / span as f64)
-    }
-
-    /// Kernel busy time in `[from, to)` (Unix ns), from the series: slots the window only
-    /// partly covers count in proportion to the part covered.
-    pub fn busy_in(&self, from: u64, to: u64) -> u64 {
-        let s = &self.busy_series;
-        let mut busy = 0.0;
-        for (i, &b) in s.busy_ns.iter().enumerate() {
-            let lo = s.start_unix_ns + i as u64 * s.step_ns;
-            let hi = lo + s.step_ns;
-            let overlap = hi.min(to).saturating_sub(lo.max(from));
-            if overlap > 0 {
-                busy += b as f64 * overlap as f64 / s.step_ns as f64;
-            }
-        }
-        busy as u64
     }
 }
 
@@ -328,15 +325,6 @@ impl GpuCopy {
     pub fn bytes_per_s(&self) -> Option<f64> {
         (self.ns > 0).then(|| self.bytes as f64 * 1e9 / self.ns as f64)
     }
-}
-
-/// Kernel busy nanoseconds per slot of `step_ns` from `start_unix_ns`; at most
-/// `SERIES_POINTS` slots, merged pairwise (step doubled) when the run outgrows them.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct BusySeries {
-    pub start_unix_ns: u64,
-    pub step_ns: u64,
-    pub busy_ns: Vec<u64>,
 }
 
 /// CUPTI unified-memory counters, summed over the run.

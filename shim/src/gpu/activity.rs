@@ -1,4 +1,5 @@
-//! CUPTI activity records reduced on the fly into bounded per-device aggregates.
+//! CUPTI activity records reduced on the fly into bounded per-device aggregates and
+//! per-window series on the timeline's grid.
 //!
 //! Records arrive in buffers, unordered within a buffer and across buffers (CUPTI 13 keeps
 //! one buffer per producing thread). Busy time is a union of intervals, which needs them
@@ -6,15 +7,42 @@
 //! sorts them and folds every one that starts before `horizon` into two running unions
 //! (kernels only, and all activity). A record that arrives after the time it covers was
 //! settled is clipped to the settled frontier and counted as late. Memory is bounded by
-//! the intervals of one horizon margin (and `MAX_PENDING`), a capped kernel table and a
-//! capped series, whatever the run's length.
+//! the intervals of one horizon margin (and `MAX_PENDING`), a capped kernel table and
+//! capped window series, whatever the run's length.
+//!
+//! # Recording periods
+//! CUPTI records only while its activity kinds are on: the whole run under
+//! `GPUSPY_CUPTI=full`, duty cycles by default (`super::sampling`). Each period opens when
+//! the kinds are switched on and closes when they are switched off. A kernel is recorded
+//! when it was launched inside a period, and runs after its launch, so a record belongs
+//! to the last period that opened before it started. What a period observed on a device:
+//! - from its first record's start (work running before it may have been launched before
+//!   the period, unrecorded); from the period's opening when the device's queue is known
+//!   empty then (the first period, which opens before any context exists);
+//! - to the period's close, or its last record's end if later (on one stream, everything
+//!   launched after the close runs after that);
+//! - a period without records on the device observed it idle from opening to close.
+//!
+//! Several streams can blur the first two rules (work of an earlier launch on another
+//! stream runs inside the observed part unrecorded): docs/design.md says how much.
+//!
+//! # Idle gaps
+//! Inside observed time, the GPU is idle where no kernel, copy or memset runs. Each gap
+//! gets the host's state at its opening (`idle_cause`), from the host's blocking events;
+//! gaps shorter than `BUBBLE_NS` are pipeline bubbles between launches and count as
+//! `Host` without a look at the events.
 
 use gpuspy_format::gpu::{
-    nccl_collective, Activity, BusySeries, CollectiveKernels, GpuCopy, KernelStat, Overhead,
-    UnifiedMemory, SERIES_POINTS, TOP_KERNELS,
+    nccl_collective, Activity, CollectiveKernels, GpuCopy, KernelStat, Overhead, Sampled,
+    UnifiedMemory, TOP_KERNELS,
 };
 use gpuspy_format::hist::{self, Histogram};
-use std::collections::{BTreeMap, HashMap};
+use gpuspy_format::timeline::{
+    self, DeviceWindows, HostEvent, HostEventKind, IdleCause, IdleGap, IdleSeries, FIRST_WINDOW_NS,
+    LONG_GAP_NS, SAMPLED_EVENTS, WINDOWS,
+};
+use gpuspy_format::SyncCause;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::CStr;
 
 /// One decoded activity record.
@@ -45,6 +73,7 @@ pub enum Record<'a> {
     UnifiedMemory {
         counter: u32,
         value: u64,
+        start: u64,
     },
     Overhead {
         kind: u32,
@@ -57,27 +86,142 @@ pub enum Record<'a> {
 const MAX_PENDING: usize = 1 << 20;
 /// Distinct kernels tracked by name; later ones are summed into one "other" entry.
 const MAX_KERNEL_NAMES: usize = 4096;
-/// The first slot width of the busy series; it doubles as the run grows.
-const FIRST_STEP_NS: u64 = 10_000_000;
+/// Idle gaps shorter than this are the pipeline bubble between two launches (an empty
+/// kernel's launch takes 2.9-3.7 µs on the H200): cause `Host`, without looking at the
+/// host's events, which a launch-bound loop would otherwise do 100,000 times a second.
+pub const BUBBLE_NS: u64 = 5_000;
+/// A sync that returns this long after a gap opened (or up to `CLOCK_SLACK_NS` before:
+/// CUPTI's GPU-to-host time mapping is not exact) is the one that waited for the work
+/// that just ended. A spinning sync returns within a few µs, a yielding one within tens.
+pub const SYNC_RETURN_NS: u64 = 200_000;
+pub const CLOCK_SLACK_NS: u64 = 20_000;
+
+/// What the host was doing when a GPU idle gap opened at `opened`, from the blocking events
+/// around it (`complete`: none of that time's events were lost).
+pub fn idle_cause(opened: u64, events: &[HostEvent], complete: bool) -> IdleCause {
+    if !complete {
+        return IdleCause::Unknown;
+    }
+    let returned_on_finish = |e: &&HostEvent| {
+        matches!(
+            e.kind,
+            HostEventKind::Sync(SyncCause::Explicit | SyncCause::SyncCopy)
+        ) && e.end_unix_ns + CLOCK_SLACK_NS >= opened
+            && e.end_unix_ns <= opened + SYNC_RETURN_NS
+    };
+    if events.iter().any(|e| returned_on_finish(&e)) {
+        return IdleCause::AfterSync;
+    }
+    // A sync copy still running after the GPU went idle is the driver staging pageable
+    // memory. Several threads in calls at once: a collective says the most (a rank
+    // waiting for the others), then a copy, then an allocation.
+    let in_progress = |cause: IdleCause| {
+        events.iter().any(|e| {
+            e.start_unix_ns <= opened
+                && opened < e.end_unix_ns
+                && match e.kind {
+                    HostEventKind::Collective => cause == IdleCause::Collective,
+                    HostEventKind::Sync(SyncCause::PageableAsyncCopy | SyncCause::SyncCopy) => {
+                        cause == IdleCause::PageableCopy
+                    }
+                    HostEventKind::Alloc | HostEventKind::Sync(SyncCause::Free) => {
+                        cause == IdleCause::Alloc
+                    }
+                    HostEventKind::Sync(SyncCause::Explicit) => false,
+                }
+        })
+    };
+    [
+        IdleCause::Collective,
+        IdleCause::PageableCopy,
+        IdleCause::Alloc,
+    ]
+    .into_iter()
+    .find(|&cause| in_progress(cause))
+    .unwrap_or(IdleCause::Host)
+}
+
+/// Where host events are found: `crate::events::between` in the shim, a list in tests.
+pub type HostEvents<'a> = &'a mut dyn FnMut(u64, u64, &mut Vec<HostEvent>) -> bool;
+
+/// A time CUPTI's activity kinds were on: `[on, off)`, `off` MAX while still on.
+#[derive(Clone, Copy, Debug)]
+struct Period {
+    on: u64,
+    off: u64,
+    /// Nothing could be queued on any device when it opened (before the first context).
+    queue_empty: bool,
+}
 
 #[derive(Default)]
 pub struct Aggregator {
+    /// The timeline's origin: the process's start.
+    origin_unix_ns: u64,
     since_unix_ns: u64,
     /// Added to CUPTI timestamps to make them Unix time (CUPTI 13 counts from boot).
     to_unix_ns: i64,
     devices: BTreeMap<u32, DeviceAgg>,
     unified_memory: Option<UnifiedMemory>,
+    /// Unified-memory faults per window (of their own grid); CUPTI's counter records name
+    /// no CUDA device, so they go to the first device's windows.
+    um_faults: Series,
     overhead: BTreeMap<u32, (u64, u64)>,
+    /// Recording periods, oldest first; `first_period` is the number of the front one.
+    periods: VecDeque<Period>,
+    first_period: u64,
+    /// Whether periods are duty cycles (the counts are then scaled up).
+    sampled: bool,
+    /// Records of the period now open, for the duty cycle's rate.
+    records_this_period: u64,
+    /// Unified-memory counters: when first switched on, since when on now (None: off),
+    /// and the time on before that.
+    um_first_on: Option<u64>,
+    um_on_since: Option<u64>,
+    um_on_ns: u64,
 }
 
 impl Aggregator {
-    /// `to_unix_ns`: Unix time minus CUPTI time, measured once.
-    pub fn new(since_unix_ns: u64, to_unix_ns: i64) -> Aggregator {
+    /// `origin_unix_ns`: the process start, the timeline's origin; `since_unix_ns`: when
+    /// CUPTI started (the first period opens then, before any context); `to_unix_ns`: Unix
+    /// time minus CUPTI time, measured once; `sampled`: periods will be duty cycles.
+    pub fn new(origin_unix_ns: u64, since_unix_ns: u64, to_unix_ns: i64, sampled: bool) -> Self {
         Aggregator {
+            origin_unix_ns,
             since_unix_ns,
             to_unix_ns,
+            sampled,
+            periods: VecDeque::from([Period {
+                on: since_unix_ns,
+                off: u64::MAX,
+                queue_empty: true,
+            }]),
+            um_faults: Series::default(),
             ..Aggregator::default()
         }
+    }
+
+    /// The activity kinds were switched off at `at` (Unix ns).
+    pub fn period_off(&mut self, at: u64) {
+        if let Some(p) = self.periods.back_mut().filter(|p| p.off == u64::MAX) {
+            p.off = at.max(p.on);
+        }
+    }
+
+    /// The activity kinds were switched on again at `at`.
+    pub fn period_on(&mut self, at: u64) {
+        if self.periods.back().is_some_and(|p| p.off != u64::MAX) {
+            self.periods.push_back(Period {
+                on: at,
+                off: u64::MAX,
+                queue_empty: false,
+            });
+            self.records_this_period = 0;
+        }
+    }
+
+    /// Kernel, copy and memset records received that started in the period now open.
+    pub fn records_this_period(&self) -> u64 {
+        self.records_this_period
     }
 
     /// A CUPTI timestamp as Unix time; 0 (no timestamp) stays 0.
@@ -94,7 +238,14 @@ impl Aggregator {
         self.devices.entry(device).or_default().sm_count = Some(sms);
     }
 
+    fn count_for_rate(&mut self, start: u64) {
+        if self.periods.back().is_some_and(|p| start >= p.on) {
+            self.records_this_period += 1;
+        }
+    }
+
     pub fn add(&mut self, record: Record<'_>) {
+        let origin = self.origin_unix_ns;
         match record {
             Record::Kernel {
                 device,
@@ -104,10 +255,11 @@ impl Aggregator {
                 blocks,
             } => {
                 let (start, end) = (self.unix(start), self.unix(end));
+                self.count_for_rate(start);
                 self.devices
                     .entry(device)
                     .or_default()
-                    .kernel(start, end, name, blocks);
+                    .kernel(origin, start, end, name, blocks);
             }
             Record::Copy {
                 device,
@@ -119,6 +271,7 @@ impl Aggregator {
                 end,
             } => {
                 let (start, end) = (self.unix(start), self.unix(end));
+                self.count_for_rate(start);
                 let d = self.devices.entry(device).or_default();
                 let memory = if kind == COPY_DTOH {
                     dst_memory
@@ -129,7 +282,8 @@ impl Aggregator {
                     .entry((kind, memory_name(memory)))
                     .or_default()
                     .add(bytes, start, end);
-                d.interval(start, end, false);
+                d.series.copy_bytes.add(origin, end, bytes);
+                d.interval(origin, start, end, false);
             }
             Record::Memset {
                 device,
@@ -138,11 +292,17 @@ impl Aggregator {
                 end,
             } => {
                 let (start, end) = (self.unix(start), self.unix(end));
+                self.count_for_rate(start);
                 let d = self.devices.entry(device).or_default();
                 d.memsets.add(bytes, start, end);
-                d.interval(start, end, false);
+                d.interval(origin, start, end, false);
             }
-            Record::UnifiedMemory { counter, value } => {
+            Record::UnifiedMemory {
+                counter,
+                value,
+                start,
+            } => {
+                let start = self.unix(start);
                 let um = self
                     .unified_memory
                     .get_or_insert_with(UnifiedMemory::default);
@@ -157,6 +317,9 @@ impl Aggregator {
                     8 => um.bytes_dtod += value,
                     _ => {}
                 }
+                if matches!(counter, 3 | 4) {
+                    self.um_faults.add(origin, start, 1);
+                }
             }
             Record::Overhead { kind, start, end } => {
                 let o = self.overhead.entry(kind).or_default();
@@ -167,20 +330,111 @@ impl Aggregator {
     }
 
     /// Unified-memory counters were switched on: report zeros rather than "not collected".
-    pub fn expect_unified_memory(&mut self) {
+    fn expect_unified_memory(&mut self) {
         self.unified_memory
             .get_or_insert_with(UnifiedMemory::default);
     }
 
-    /// Folds every interval that starts before `horizon` into the unions.
-    pub fn settle(&mut self, horizon: u64) {
+    /// Folds every interval that starts before `horizon` into the unions, and commits
+    /// observed and idle time up to `min(horizon, now)`; gaps get their cause from
+    /// `events`.
+    pub fn settle(&mut self, horizon: u64, now: u64, events: HostEvents<'_>) {
+        let origin = self.origin_unix_ns;
+        // One look-up of the host's events for the time this settle commits, rather than
+        // one per gap (a launch-bound loop has 100,000 gaps a second); a gap outside it,
+        // or a span whose events were partly lost, is looked up on its own.
+        let from = self
+            .devices
+            .values()
+            .map(|d| d.sweep.frontier)
+            .min()
+            .unwrap_or(now)
+            .saturating_sub(CLOCK_SLACK_NS);
+        let to = horizon.min(now).saturating_add(SYNC_RETURN_NS);
+        let mut batch = Vec::new();
+        let complete = !self.devices.is_empty() && events(from, to, &mut batch);
+        let mut cached = |a: u64, b: u64, out: &mut Vec<HostEvent>| {
+            if complete && from <= a && b <= to {
+                out.extend(
+                    batch
+                        .iter()
+                        .filter(|e| e.start_unix_ns <= b && e.end_unix_ns >= a)
+                        .cloned(),
+                );
+                true
+            } else {
+                events(a, b, out)
+            }
+        };
         for d in self.devices.values_mut() {
-            d.settle(horizon);
+            d.settle(
+                origin,
+                &self.periods,
+                self.first_period,
+                horizon,
+                now,
+                &mut cached,
+            );
+        }
+        // Periods every device has swept past, and that can hold no more records (the
+        // next one opened before the horizon), go.
+        let oldest = self
+            .devices
+            .values()
+            .map(|d| d.sweep.period)
+            .min()
+            .unwrap_or(u64::MAX);
+        while self.first_period < oldest
+            && self
+                .periods
+                .get(1)
+                .is_some_and(|next| next.on <= horizon.min(now))
+        {
+            self.periods.pop_front();
+            self.first_period += 1;
         }
     }
 
-    pub fn unified_memory(&self) -> Option<UnifiedMemory> {
-        self.unified_memory.clone()
+    /// The unified-memory counters were switched on or off at `at`.
+    pub fn unified_memory_switched(&mut self, on: bool, at: u64) {
+        if on {
+            self.expect_unified_memory();
+            self.um_first_on.get_or_insert(at);
+            self.um_on_since.get_or_insert(at);
+        } else if let Some(since) = self.um_on_since.take() {
+            self.um_on_ns += at.saturating_sub(since);
+        }
+    }
+
+    /// Unified-memory counters, scaled up by the time they were on when sampled.
+    pub fn unified_memory(&self, now: u64) -> Option<UnifiedMemory> {
+        let factor = self.um_factor(now);
+        self.unified_memory.clone().map(|um| UnifiedMemory {
+            cpu_page_faults: scale(um.cpu_page_faults, factor),
+            gpu_page_fault_groups: scale(um.gpu_page_fault_groups, factor),
+            bytes_htod: scale(um.bytes_htod, factor),
+            bytes_dtoh: scale(um.bytes_dtoh, factor),
+            bytes_dtod: scale(um.bytes_dtod, factor),
+            thrashing_bytes: scale(um.thrashing_bytes, factor),
+            throttling_events: scale(um.throttling_events, factor),
+            remote_map_bytes: scale(um.remote_map_bytes, factor),
+        })
+    }
+
+    /// The time since the counters were first switched on over the time they were on.
+    fn um_factor(&self, now: u64) -> f64 {
+        let open = self
+            .um_on_since
+            .map_or(0, |since| now.saturating_sub(since));
+        let on = self.um_on_ns + open;
+        let covered = self
+            .um_first_on
+            .map_or(0, |first| now.saturating_sub(first));
+        if !self.sampled || on == 0 || covered <= on {
+            1.0
+        } else {
+            covered as f64 / on as f64
+        }
     }
 
     pub fn overhead(&self) -> Vec<Overhead> {
@@ -200,9 +454,41 @@ impl Aggregator {
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
-            .map(|(&ordinal, d)| (ordinal, d.snapshot(self.since_unix_ns)))
+            .map(|(&ordinal, d)| (ordinal, d.snapshot(self.since_unix_ns, self.sampled)))
             .collect()
     }
+
+    /// The per-window series of every device on the timeline's grid (`origin_unix_ns`,
+    /// which must be the process start this aggregator was made with), all brought to
+    /// one window width. Settled time only: the last `SETTLE_MARGIN_NS` are missing.
+    pub fn windows(&self, origin_unix_ns: u64) -> (u64, Vec<DeviceWindows>) {
+        if origin_unix_ns != self.origin_unix_ns {
+            return (FIRST_WINDOW_NS, Vec::new());
+        }
+        let mut devices: Vec<(u32, DeviceSeries)> = self
+            .devices
+            .iter()
+            .filter(|(_, d)| d.seen())
+            .map(|(&ordinal, d)| (ordinal, d.series(origin_unix_ns)))
+            .collect();
+        if let Some((_, first)) = devices.first_mut() {
+            first.um_faults = self.um_faults.clone();
+        }
+        let window_ns = devices
+            .iter()
+            .flat_map(|(_, d)| d.widths())
+            .max()
+            .unwrap_or(FIRST_WINDOW_NS);
+        let windows = devices
+            .into_iter()
+            .map(|(ordinal, d)| d.into_windows(ordinal, window_ns))
+            .collect();
+        (window_ns, windows)
+    }
+}
+
+fn scale(v: u64, factor: f64) -> u64 {
+    (v as f64 * factor).round() as u64
 }
 
 const COPY_DTOH: u8 = 2;
@@ -243,6 +529,145 @@ fn overhead_name(kind: u32) -> &'static str {
     }
 }
 
+/// One quantity per window from the process start: `FIRST_WINDOW_NS` wide, doubled (and
+/// neighbours merged) whenever a time past the `WINDOWS`th window arrives. Each series
+/// keeps its own width; `Aggregator::windows` brings them to the widest.
+#[derive(Clone)]
+struct Series {
+    window_ns: u64,
+    values: Vec<u64>,
+}
+
+impl Default for Series {
+    fn default() -> Series {
+        Series {
+            window_ns: FIRST_WINDOW_NS,
+            values: Vec::new(),
+        }
+    }
+}
+
+impl Series {
+    fn fit(&mut self, origin: u64, end: u64) {
+        while end.saturating_sub(origin) > self.window_ns.saturating_mul(WINDOWS as u64) {
+            timeline::merge_pairs(&mut self.values);
+            self.window_ns *= 2;
+        }
+    }
+
+    /// `n` at time `at`.
+    fn add(&mut self, origin: u64, at: u64, n: u64) {
+        if at < origin {
+            return;
+        }
+        self.fit(origin, at + 1);
+        let slot = ((at - origin) / self.window_ns) as usize;
+        if self.values.len() <= slot {
+            self.values.resize(slot + 1, 0);
+        }
+        self.values[slot] += n;
+    }
+
+    /// The part of `[start, end)` in each window.
+    fn spread(&mut self, origin: u64, start: u64, end: u64) {
+        if end > start {
+            self.fit(origin, end);
+            timeline::spread(&mut self.values, origin, self.window_ns, start, end);
+        }
+    }
+
+    /// The values at width `window_ns` (a power-of-two multiple of this one), `len` long.
+    fn at_width(mut self, window_ns: u64, len: usize) -> Vec<u64> {
+        while self.window_ns < window_ns {
+            timeline::merge_pairs(&mut self.values);
+            self.window_ns *= 2;
+        }
+        self.values.resize(len.max(self.values.len()), 0);
+        self.values
+    }
+}
+
+/// A device's series, before they are brought to one width.
+#[derive(Clone, Default)]
+struct DeviceSeries {
+    observed: Series,
+    busy: Series,
+    kernels: Series,
+    copy_bytes: Series,
+    um_faults: Series,
+    idle: BTreeMap<IdleCause, Series>,
+    longest_gaps: Vec<IdleGap>,
+    recent_gaps: VecDeque<IdleGap>,
+}
+
+impl DeviceSeries {
+    fn widths(&self) -> impl Iterator<Item = u64> + '_ {
+        [
+            &self.observed,
+            &self.busy,
+            &self.kernels,
+            &self.copy_bytes,
+            &self.um_faults,
+        ]
+        .into_iter()
+        .chain(self.idle.values())
+        .map(|s| s.window_ns)
+    }
+
+    fn into_windows(self, ordinal: u32, window_ns: u64) -> DeviceWindows {
+        // Column-wise: every series as long as the longest.
+        let len_at = |s: &Series| s.values.len().div_ceil((window_ns / s.window_ns) as usize);
+        let len = [
+            &self.observed,
+            &self.busy,
+            &self.kernels,
+            &self.copy_bytes,
+            &self.um_faults,
+        ]
+        .into_iter()
+        .chain(self.idle.values())
+        .map(len_at)
+        .max()
+        .unwrap_or(0);
+        DeviceWindows {
+            ordinal,
+            observed_ns: self.observed.at_width(window_ns, len),
+            busy_ns: self.busy.at_width(window_ns, len),
+            kernels: self.kernels.at_width(window_ns, len),
+            copy_bytes: self.copy_bytes.at_width(window_ns, len),
+            um_faults: self.um_faults.at_width(window_ns, len),
+            idle_ns: self
+                .idle
+                .into_iter()
+                .map(|(cause, s)| IdleSeries {
+                    cause,
+                    ns: s.at_width(window_ns, len),
+                })
+                .collect(),
+            longest_gaps: self.longest_gaps,
+            recent_gaps: self.recent_gaps.into(),
+        }
+    }
+
+    /// A finished idle gap, for the bounded samples: the longest above `LONG_GAP_NS` and
+    /// the most recent ones.
+    fn sample_gap(&mut self, gap: IdleGap) {
+        let len = |g: &IdleGap| g.end_unix_ns - g.start_unix_ns;
+        if len(&gap) < LONG_GAP_NS {
+            return;
+        }
+        if self.recent_gaps.len() == SAMPLED_EVENTS {
+            self.recent_gaps.pop_front();
+        }
+        self.recent_gaps.push_back(gap.clone());
+        let at = self.longest_gaps.partition_point(|g| len(g) >= len(&gap));
+        if at < SAMPLED_EVENTS {
+            self.longest_gaps.insert(at, gap);
+            self.longest_gaps.truncate(SAMPLED_EVENTS);
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Interval {
     start: u64,
@@ -264,6 +689,14 @@ impl Transfers {
         self.bytes += bytes;
         self.ns += end.saturating_sub(start);
     }
+
+    fn scaled(self, factor: f64) -> Transfers {
+        Transfers {
+            count: scale(self.count, factor),
+            bytes: scale(self.bytes, factor),
+            ns: scale(self.ns, factor),
+        }
+    }
 }
 
 /// One kernel name's totals, and the NCCL collective it serves, if any.
@@ -271,6 +704,24 @@ impl Transfers {
 struct NamedKernel {
     stat: KernelStat,
     collective: Option<String>,
+}
+
+/// Where a device's sweep through the recording periods stands: everything before
+/// `frontier` is committed to the series.
+#[derive(Default)]
+struct Sweep {
+    /// The number of the period being swept.
+    period: u64,
+    /// Where its observed part starts, once known (its first record, or its opening).
+    observed_from: Option<u64>,
+    frontier: u64,
+    /// End of the last activity in this period (0: none yet).
+    run_end: u64,
+    /// The idle gap open at `frontier`, once its cause is known: (opened, cause).
+    gap: Option<(u64, IdleCause)>,
+    /// Observed time in all, and where the first period's observed part began.
+    observed_ns: u64,
+    first_observed: Option<u64>,
 }
 
 #[derive(Default)]
@@ -284,6 +735,8 @@ struct DeviceAgg {
     kernels: u64,
     kernel_ns: u64,
     kernel_hist: Option<Box<[u64; hist::BUCKETS]>>,
+    /// Idle gaps between two stretches of activity in one period.
+    gap_hist: Option<Box<[u64; hist::BUCKETS]>>,
     small_grid: (u64, u64),
     names: HashMap<usize, NamedKernel>,
     other_kernels: NamedKernel,
@@ -291,6 +744,8 @@ struct DeviceAgg {
     copies: BTreeMap<(u8, &'static str), Transfers>,
     memsets: Transfers,
     untimed: u64,
+    sweep: Sweep,
+    series: DeviceSeries,
 }
 
 impl DeviceAgg {
@@ -298,7 +753,7 @@ impl DeviceAgg {
         self.kernels + self.untimed > 0 || !self.copies.is_empty() || self.memsets.count > 0
     }
 
-    fn kernel(&mut self, start: u64, end: u64, name: Option<&CStr>, blocks: u64) {
+    fn kernel(&mut self, origin: u64, start: u64, end: u64, name: Option<&CStr>, blocks: u64) {
         if start == 0 || end < start {
             self.untimed += 1;
             return;
@@ -306,6 +761,7 @@ impl DeviceAgg {
         let ns = end - start;
         self.kernels += 1;
         self.kernel_ns += ns;
+        self.series.kernels.add(origin, end, 1);
         self.kernel_hist
             .get_or_insert_with(|| Box::new([0; hist::BUCKETS]))[hist::bucket_index(ns)] += 1;
         let key = name.map_or(0, |n| n.as_ptr() as usize);
@@ -342,10 +798,10 @@ impl DeviceAgg {
             stat.min_blocks.min(blocks)
         };
         stat.max_blocks = stat.max_blocks.max(blocks);
-        self.interval(start, end, true);
+        self.interval(origin, start, end, true);
     }
 
-    fn interval(&mut self, start: u64, end: u64, kernel: bool) {
+    fn interval(&mut self, origin: u64, start: u64, end: u64, kernel: bool) {
         if start == 0 || end <= start {
             return;
         }
@@ -357,22 +813,223 @@ impl DeviceAgg {
         self.last = self.last.max(end);
         self.pending.push(Interval { start, end, kernel });
         if self.pending.len() >= MAX_PENDING {
-            self.settle(u64::MAX);
+            // No period boundary is known here: fold the intervals, sweep no further.
+            self.fold(origin, u64::MAX, &mut |_, _, _| true);
         }
     }
 
-    fn settle(&mut self, horizon: u64) {
+    fn settle(
+        &mut self,
+        origin: u64,
+        periods: &VecDeque<Period>,
+        first_period: u64,
+        horizon: u64,
+        now: u64,
+        events: HostEvents<'_>,
+    ) {
+        if self.sweep.observed_from.is_none() && self.sweep.frontier == 0 {
+            self.start_sweep(periods, first_period);
+        }
+        let mut view = Periods {
+            list: periods,
+            first: first_period,
+        };
+        self.sweep_fold(origin, &mut view, horizon, events);
+        self.advance(origin, &view, horizon.min(now), false, events);
+    }
+
+    /// A device's first settle: its sweep starts in the oldest period still kept.
+    fn start_sweep(&mut self, periods: &VecDeque<Period>, first_period: u64) {
+        self.sweep.period = first_period;
+        if let Some(p) = periods.front() {
+            self.sweep.frontier = p.on;
+            if p.queue_empty {
+                self.sweep.observed_from = Some(p.on);
+            }
+        }
+    }
+
+    /// Folds pending intervals into the unions without sweeping periods (an overflow).
+    fn fold(&mut self, origin: u64, horizon: u64, events: HostEvents<'_>) {
+        let empty = VecDeque::new();
+        let mut none = Periods {
+            list: &empty,
+            first: 0,
+        };
+        self.sweep_fold(origin, &mut none, horizon, events);
+    }
+
+    fn sweep_fold(
+        &mut self,
+        origin: u64,
+        periods: &mut Periods<'_>,
+        horizon: u64,
+        events: HostEvents<'_>,
+    ) {
         self.pending.sort_unstable_by_key(|i| i.start);
         let ready = self.pending.partition_point(|i| i.start < horizon);
-        for i in self.pending.drain(..ready) {
+        let intervals: Vec<Interval> = self.pending.drain(..ready).collect();
+        for i in intervals {
+            if !periods.list.is_empty() {
+                self.advance(origin, periods, i.start, true, events);
+                let s = &mut self.sweep;
+                if s.observed_from.is_none() {
+                    let from = i.start.max(s.frontier);
+                    s.observed_from = Some(from);
+                    s.frontier = from;
+                    s.first_observed.get_or_insert(from);
+                }
+                if i.start > self.sweep.run_end && self.sweep.run_end > 0 {
+                    let gap = i.start - self.sweep.run_end;
+                    self.gap_hist
+                        .get_or_insert_with(|| Box::new([0; hist::BUCKETS]))
+                        [hist::bucket_index(gap)] += 1;
+                }
+                if i.start >= self.sweep.frontier.max(self.sweep.run_end) {
+                    self.close_gap(i.start);
+                }
+                self.sweep.run_end = self.sweep.run_end.max(i.end);
+            }
             if i.kernel {
-                self.busy.add(i.start, i.end);
+                if let Some((s, e)) = self.busy.add(i.start, i.end) {
+                    self.series.busy.spread(origin, s, e);
+                }
             }
             self.active.add(i.start, i.end);
         }
     }
 
-    fn snapshot(&self, since_unix_ns: u64) -> Activity {
+    /// The idle gap open at the frontier ended at `at`: into the samples.
+    fn close_gap(&mut self, at: u64) {
+        if let Some((opened, cause)) = self.sweep.gap.take() {
+            self.series.sample_gap(IdleGap {
+                start_unix_ns: opened,
+                end_unix_ns: at,
+                cause,
+            });
+        }
+    }
+
+    /// Commits observed and idle time up to `to`, closing the periods `to` has passed.
+    /// `at_record`: `to` is the start of a record, which ends the idle gap there.
+    fn advance(
+        &mut self,
+        origin: u64,
+        periods: &Periods<'_>,
+        to: u64,
+        at_record: bool,
+        events: HostEvents<'_>,
+    ) {
+        loop {
+            let Some(period) = periods.get(self.sweep.period) else {
+                return;
+            };
+            let next = periods.get(self.sweep.period + 1);
+            let observed_to = if period.off == u64::MAX {
+                u64::MAX
+            } else {
+                period.off.max(self.sweep.run_end)
+            };
+            match next {
+                Some(next) if to >= next.on => {
+                    // Every record of this period is in: what it observed is final.
+                    if self.sweep.observed_from.is_none() {
+                        self.sweep.observed_from = Some(self.sweep.frontier.max(period.on));
+                        self.sweep.frontier = self.sweep.frontier.max(period.on);
+                    }
+                    self.commit(origin, observed_to, false, events);
+                    self.close_gap(observed_to);
+                    // The last period's activity may reach into this one (a deep queue).
+                    self.sweep = Sweep {
+                        period: self.sweep.period + 1,
+                        frontier: self.sweep.frontier.max(observed_to).max(next.on),
+                        observed_ns: self.sweep.observed_ns,
+                        first_observed: self.sweep.first_observed,
+                        ..Sweep::default()
+                    };
+                }
+                _ => {
+                    self.commit(origin, to.min(observed_to), at_record, events);
+                    if to >= observed_to {
+                        // Switched off, and past its last activity: its tail gap is over.
+                        self.close_gap(observed_to);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Observed time `[frontier, to)`, and its idle part after the last activity.
+    fn commit(&mut self, origin: u64, to: u64, closing: bool, events: HostEvents<'_>) {
+        let Some(observed_from) = self.sweep.observed_from else {
+            return;
+        };
+        self.sweep.first_observed.get_or_insert(observed_from);
+        let from = self.sweep.frontier.max(observed_from);
+        if to <= from {
+            return;
+        }
+        self.series.observed.spread(origin, from, to);
+        self.sweep.observed_ns += to - from;
+        let idle_from = from.max(self.sweep.run_end);
+        if idle_from < to {
+            let opened = self.sweep.run_end.max(observed_from);
+            let cause = match self.sweep.gap {
+                Some((at, cause)) if at == opened => cause,
+                _ => {
+                    let cause = if closing && to - opened < BUBBLE_NS {
+                        IdleCause::Host
+                    } else {
+                        let mut found = Vec::new();
+                        let complete = events(
+                            opened.saturating_sub(CLOCK_SLACK_NS),
+                            opened + SYNC_RETURN_NS,
+                            &mut found,
+                        );
+                        idle_cause(opened, &found, complete)
+                    };
+                    self.sweep.gap = Some((opened, cause));
+                    cause
+                }
+            };
+            self.series
+                .idle
+                .entry(cause)
+                .or_default()
+                .spread(origin, idle_from, to);
+        }
+        self.sweep.frontier = to;
+    }
+
+    /// Observed over covered time, when activity was sampled.
+    fn sampled(&self) -> Sampled {
+        let covered = self
+            .sweep
+            .frontier
+            .saturating_sub(self.sweep.first_observed.unwrap_or(self.sweep.frontier));
+        let observed = self.sweep.observed_ns;
+        Sampled {
+            observed_ns: observed,
+            covered_ns: covered,
+            factor: if observed > 0 && covered > observed {
+                covered as f64 / observed as f64
+            } else {
+                1.0
+            },
+        }
+    }
+
+    fn series(&self, origin: u64) -> DeviceSeries {
+        let mut series = self.series.clone();
+        let mut busy = self.busy.clone();
+        if let Some((s, e)) = busy.close() {
+            series.busy.spread(origin, s, e);
+        }
+        series
+    }
+
+    fn snapshot(&self, since_unix_ns: u64, sampled: bool) -> Activity {
         let (mut busy, mut active) = (self.busy.clone(), self.active.clone());
         let mut pending = self.pending.clone();
         pending.sort_unstable_by_key(|i| i.start);
@@ -384,21 +1041,24 @@ impl DeviceAgg {
         }
         busy.close();
         active.close();
+        let sampling = sampled.then(|| self.sampled());
+        let factor = sampling.as_ref().map_or(1.0, |s| s.factor);
+        let n = |v: u64| scale(v, factor);
+        let stat = |k: &KernelStat, name: String| KernelStat {
+            name,
+            calls: n(k.calls),
+            total_ns: n(k.total_ns),
+            ..k.clone()
+        };
         let mut top: Vec<&KernelStat> = self.names.values().map(|n| &n.stat).collect();
         top.sort_unstable_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
         let mut top_kernels: Vec<KernelStat> = top
             .into_iter()
             .take(TOP_KERNELS)
-            .map(|k| KernelStat {
-                name: demangle(&k.name),
-                ..k.clone()
-            })
+            .map(|k| stat(k, demangle(&k.name)))
             .collect();
         if self.other_kernels.stat.calls > 0 {
-            top_kernels.push(KernelStat {
-                name: "(other kernels)".into(),
-                ..self.other_kernels.stat.clone()
-            });
+            top_kernels.push(stat(&self.other_kernels.stat, "(other kernels)".into()));
         }
         let mut collectives: BTreeMap<&str, CollectiveKernels> = BTreeMap::new();
         for k in self.names.values() {
@@ -407,47 +1067,66 @@ impl DeviceAgg {
                     op: op.clone(),
                     ..CollectiveKernels::default()
                 });
-                c.calls += k.stat.calls;
-                c.total_ns += k.stat.total_ns;
+                c.calls += n(k.stat.calls);
+                c.total_ns += n(k.stat.total_ns);
             }
         }
         let dense = |h: &Option<Box<[u64; hist::BUCKETS]>>| {
-            h.as_deref()
-                .map_or_else(|| Histogram(Vec::new()), |d| Histogram::from_dense(d))
+            h.as_deref().map_or_else(
+                || Histogram(Vec::new()),
+                |d| Histogram::from_dense(&d.map(n)),
+            )
         };
+        let memsets = self.memsets.scaled(factor);
         Activity {
             since_unix_ns,
             first_unix_ns: self.first,
             last_unix_ns: self.last,
-            kernels: self.kernels,
-            kernel_ns: self.kernel_ns,
-            busy_ns: busy.total,
-            active_ns: active.total,
+            kernels: n(self.kernels),
+            kernel_ns: n(self.kernel_ns),
+            busy_ns: n(busy.total),
+            active_ns: n(active.total),
             kernel_hist: dense(&self.kernel_hist),
-            gap_hist: dense(&active.gaps),
-            small_grid_kernels: self.small_grid.0,
-            small_grid_ns: self.small_grid.1,
+            gap_hist: dense(&self.gap_hist),
+            small_grid_kernels: n(self.small_grid.0),
+            small_grid_ns: n(self.small_grid.1),
             top_kernels,
             copies: self
                 .copies
                 .iter()
-                .map(|(&(kind, memory), t)| GpuCopy {
-                    kind: copy_name(kind).into(),
-                    memory: memory.into(),
-                    count: t.count,
-                    bytes: t.bytes,
-                    ns: t.ns,
+                .map(|(&(kind, memory), t)| {
+                    let t = t.scaled(factor);
+                    GpuCopy {
+                        kind: copy_name(kind).into(),
+                        memory: memory.into(),
+                        count: t.count,
+                        bytes: t.bytes,
+                        ns: t.ns,
+                    }
                 })
                 .collect(),
-            memsets: self.memsets.count,
-            memset_bytes: self.memsets.bytes,
-            memset_ns: self.memsets.ns,
-            busy_series: busy.series,
+            memsets: memsets.count,
+            memset_bytes: memsets.bytes,
+            memset_ns: memsets.ns,
             late_records: busy.late_records,
             late_ns: busy.late_ns,
             untimed_records: self.untimed,
             collectives: collectives.into_values().collect(),
+            sampled: sampling,
         }
+    }
+}
+
+/// The aggregator's periods, numbered from `first`.
+struct Periods<'a> {
+    list: &'a VecDeque<Period>,
+    first: u64,
+}
+
+impl Periods<'_> {
+    fn get(&self, number: u64) -> Option<Period> {
+        let at = number.checked_sub(self.first)?;
+        self.list.get(at as usize).copied()
     }
 }
 
@@ -465,74 +1144,47 @@ struct Union {
     open: Option<(u64, u64)>,
     settled: u64,
     total: u64,
-    gaps: Option<Box<[u64; hist::BUCKETS]>>,
-    series: BusySeries,
     late_records: u64,
     late_ns: u64,
 }
 
 impl Union {
-    fn add(&mut self, start: u64, end: u64) {
+    /// Adds `[start, end)`; returns the run it closed, if it opened a new one.
+    fn add(&mut self, start: u64, end: u64) -> Option<(u64, u64)> {
         let mut start = start;
         if start < self.settled {
             self.late_records += 1;
             self.late_ns += end.min(self.settled) - start;
             start = self.settled;
             if end <= start {
-                return;
+                return None;
             }
         }
         match self.open {
             Some((open_start, open_end)) if start <= open_end => {
                 self.open = Some((open_start, open_end.max(end)));
+                None
             }
             Some((open_start, open_end)) => {
-                self.close_run(open_start, open_end);
-                self.gaps
-                    .get_or_insert_with(|| Box::new([0; hist::BUCKETS]))
-                    [hist::bucket_index(start - open_end)] += 1;
+                self.total += open_end - open_start;
                 self.open = Some((start, end));
                 self.settled = start;
+                Some((open_start, open_end))
             }
             None => {
                 self.open = Some((start, end));
                 self.settled = start;
+                None
             }
         }
     }
 
-    fn close(&mut self) {
-        if let Some((start, end)) = self.open.take() {
-            self.close_run(start, end);
-            self.settled = end;
-        }
-    }
-
-    fn close_run(&mut self, start: u64, end: u64) {
+    /// Ends the open run; returns it.
+    fn close(&mut self) -> Option<(u64, u64)> {
+        let (start, end) = self.open.take()?;
         self.total += end - start;
-        add_to_series(&mut self.series, start, end);
-    }
-}
-
-/// Spreads `[start, end)` over the series' slots, widening them as the run outgrows them.
-fn add_to_series(s: &mut BusySeries, start: u64, end: u64) {
-    if s.step_ns == 0 {
-        s.start_unix_ns = start;
-        s.step_ns = FIRST_STEP_NS;
-    }
-    while end > s.start_unix_ns + s.step_ns * SERIES_POINTS as u64 {
-        s.busy_ns = s.busy_ns.chunks(2).map(|pair| pair.iter().sum()).collect();
-        s.step_ns *= 2;
-    }
-    let mut at = start.max(s.start_unix_ns);
-    while at < end {
-        let slot = ((at - s.start_unix_ns) / s.step_ns) as usize;
-        let slot_end = s.start_unix_ns + (slot as u64 + 1) * s.step_ns;
-        if s.busy_ns.len() <= slot {
-            s.busy_ns.resize(slot + 1, 0);
-        }
-        s.busy_ns[slot] += slot_end.min(end) - at;
-        at = slot_end;
+        self.settled = end;
+        Some((start, end))
     }
 }
 
@@ -565,6 +1217,15 @@ mod tests {
         }
     }
 
+    /// Full capture from T0, the grid's origin too.
+    fn full() -> Aggregator {
+        Aggregator::new(T0, T0, 0, false)
+    }
+
+    fn no_events(_: u64, _: u64, _: &mut Vec<HostEvent>) -> bool {
+        true
+    }
+
     fn only(agg: &Aggregator) -> Activity {
         let mut devices = agg.devices();
         assert_eq!(devices.len(), 1);
@@ -576,11 +1237,13 @@ mod tests {
         // Kernels [0,10) [5,20) [30,40) [35,36) and a copy [20,25): kernel union 30 ns,
         // activity union 35 ns, one idle gap of 5 ns between 25 and 30.
         let intervals = [(30, 40), (0, 10), (35, 36), (5, 20)];
-        let mut agg = Aggregator::new(T0, 0);
+        let mut agg = full();
         for &(s, e) in &intervals {
             agg.add(kernel(s, e));
         }
         agg.add(copy(20, 25));
+        agg.period_off(T0 + 40);
+        agg.settle(u64::MAX, T0 + 40, &mut no_events);
         let a = only(&agg);
         assert_eq!((a.kernels, a.kernel_ns), (4, 10 + 15 + 10 + 1));
         assert_eq!(a.busy_ns, 30);
@@ -593,8 +1256,8 @@ mod tests {
 
     #[test]
     fn settling_in_batches_gives_the_same_union() {
-        let mut whole = Aggregator::new(T0, 0);
-        let mut batched = Aggregator::new(T0, 0);
+        let mut whole = full();
+        let mut batched = full();
         // 1000 kernels of 3 ms every 5 ms, delivered in shuffled batches of 100, each
         // batch settled up to where the next batch starts.
         let mut order: Vec<u64> = (0..1000).collect();
@@ -606,23 +1269,24 @@ mod tests {
                 batched.add(r());
             }
             let next = batch.iter().min().unwrap() + 100;
-            batched.settle(T0 + next * 5 * MS);
+            let at = T0 + next * 5 * MS;
+            batched.settle(at, at, &mut no_events);
         }
+        whole.settle(u64::MAX, T0 + 5000 * MS, &mut no_events);
         let (a, b) = (only(&whole), only(&batched));
         assert_eq!(a.busy_ns, 1000 * 3 * MS);
         assert_eq!(b.busy_ns, a.busy_ns);
         assert_eq!(b.gap_hist, a.gap_hist);
         assert_eq!(a.gap_hist.count(), 999);
         assert_eq!(b.late_records, 0);
-        assert_eq!(a.busy_series.busy_ns.iter().sum::<u64>(), a.busy_ns);
     }
 
     #[test]
     fn a_late_record_is_clipped_and_counted() {
-        let mut agg = Aggregator::new(T0, 0);
+        let mut agg = full();
         agg.add(kernel(0, 10));
         agg.add(kernel(100, 110));
-        agg.settle(T0 + 1000);
+        agg.settle(T0 + 1000, T0 + 1000, &mut no_events);
         // [50, 120) arrives after [100, 110) opened the current run: [50, 100) is lost.
         agg.add(kernel(50, 120));
         let a = only(&agg);
@@ -634,7 +1298,7 @@ mod tests {
 
     #[test]
     fn cupti_time_is_shifted_to_unix_time() {
-        let mut agg = Aggregator::new(T0, 1_000);
+        let mut agg = Aggregator::new(T0, T0, 1_000, false);
         agg.add(kernel(0, 10));
         let a = only(&agg);
         assert_eq!((a.first_unix_ns, a.last_unix_ns), (T0 + 1_000, T0 + 1_010));
@@ -642,7 +1306,7 @@ mod tests {
 
     #[test]
     fn untimed_and_empty_records_do_not_count_as_busy() {
-        let mut agg = Aggregator::new(T0, 0);
+        let mut agg = full();
         agg.add(Record::Kernel {
             device: 0,
             start: 0,
@@ -657,7 +1321,7 @@ mod tests {
 
     #[test]
     fn nccl_kernel_time_is_totalled_per_collective_and_not_a_small_grid() {
-        let mut agg = Aggregator::new(T0, 0);
+        let mut agg = full();
         agg.set_sm_count(0, 132);
         let names = [
             c"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
@@ -696,7 +1360,7 @@ mod tests {
 
     #[test]
     fn top_kernels_are_demangled_and_ranked_by_total_time() {
-        let mut agg = Aggregator::new(T0, 0);
+        let mut agg = full();
         agg.set_sm_count(0, 132);
         let names = [c"_Z6vecAddPfS_S_i", c"gemm_kernel"];
         for i in 0..10u64 {
@@ -733,8 +1397,8 @@ mod tests {
 
     #[test]
     fn copies_unified_memory_and_overhead_are_totalled() {
-        let mut agg = Aggregator::new(T0, 0);
-        agg.expect_unified_memory();
+        let mut agg = full();
+        agg.unified_memory_switched(true, T0);
         agg.add(copy(0, 1000));
         agg.add(copy(2000, 3000));
         agg.add(Record::Copy {
@@ -747,7 +1411,11 @@ mod tests {
             end: T0 + 4100,
         });
         for (counter, value) in [(3, 0x7f00), (3, 0x7f08), (4, 2), (1, 65536), (2, 4096)] {
-            agg.add(Record::UnifiedMemory { counter, value });
+            agg.add(Record::UnifiedMemory {
+                counter,
+                value,
+                start: T0 + 15 * MS,
+            });
         }
         agg.add(Record::Overhead {
             kind: 0x2_0000,
@@ -772,7 +1440,7 @@ mod tests {
             Some((2 << 20) as f64 * 1e9 / 2000.0)
         );
         assert_eq!(
-            agg.unified_memory(),
+            agg.unified_memory(T0 + 20 * MS),
             Some(UnifiedMemory {
                 cpu_page_faults: 2,
                 gpu_page_fault_groups: 1,
@@ -789,24 +1457,309 @@ mod tests {
                 ns: 700
             }]
         );
-        assert_eq!(Aggregator::new(T0, 0).unified_memory(), None);
+        assert_eq!(full().unified_memory(T0), None);
+        // Three faults (counters 3 and 4) in the second window, on the device's series.
+        let (_, w) = agg.windows(T0);
+        assert_eq!(w[0].um_faults, [0, 3]);
     }
 
     #[test]
-    fn the_series_stays_capped_and_keeps_every_busy_nanosecond() {
-        let mut agg = Aggregator::new(T0, 0);
+    fn the_windows_stay_capped_and_keep_every_busy_nanosecond() {
+        let mut agg = full();
         // One hour of 1 ms kernels every second.
         for s in 0..3600u64 {
             agg.add(kernel(s * 1000 * MS, s * 1000 * MS + MS));
             if s % 100 == 99 {
-                agg.settle(T0 + s * 1000 * MS);
+                let at = T0 + s * 1000 * MS;
+                agg.settle(at, at, &mut no_events);
             }
         }
+        agg.period_off(T0 + 3600 * 1000 * MS);
+        agg.settle(u64::MAX, T0 + 3600 * 1000 * MS, &mut no_events);
+        let (window_ns, w) = agg.windows(T0);
+        // 3,600 s over at most 256 windows: 10 ms doubled to 20.48 s.
+        assert_eq!(window_ns, FIRST_WINDOW_NS << 11);
+        assert!(w[0].busy_ns.len() <= WINDOWS);
+        assert_eq!(w[0].busy_ns.iter().sum::<u64>(), 3600 * MS);
+        assert_eq!(w[0].kernels.iter().sum::<u64>(), 3600);
+        // The first window holds the kernels that started in it, one per second.
+        assert_eq!(w[0].busy_ns[0], window_ns.div_ceil(1000 * MS) * MS);
+        // Column-wise: every series as long.
+        assert_eq!(w[0].observed_ns.len(), w[0].busy_ns.len());
+        assert_eq!(w[0].kernels.len(), w[0].busy_ns.len());
+        // A grid of another origin is not this one.
+        assert_eq!(agg.windows(T0 + 1), (FIRST_WINDOW_NS, Vec::new()));
+    }
+
+    #[test]
+    fn records_land_in_their_windows_exactly() {
+        let mut agg = full();
+        // A kernel across the first window edge, a copy ending in the third window.
+        agg.add(kernel(5 * MS, 12 * MS));
+        agg.add(copy(19 * MS, 21 * MS));
+        agg.period_off(T0 + 30 * MS);
+        agg.settle(u64::MAX, T0 + 30 * MS, &mut no_events);
+        let (window_ns, w) = agg.windows(T0);
+        assert_eq!(window_ns, FIRST_WINDOW_NS);
+        let w = &w[0];
+        assert_eq!(w.ordinal, 0);
+        assert_eq!(w.observed_ns, [10 * MS, 10 * MS, 10 * MS]);
+        assert_eq!(w.busy_ns, [5 * MS, 2 * MS, 0]);
+        assert_eq!(w.kernels, [0, 1, 0]);
+        assert_eq!(w.copy_bytes, [0, 0, 1 << 20]);
+        // Idle: [0,5) before the kernel (the queue was empty at CUPTI's start), [12,19)
+        // and [21,30): no host events, so the host's doing.
+        assert_eq!(
+            w.idle_ns,
+            [IdleSeries {
+                cause: IdleCause::Host,
+                ns: vec![5 * MS, 7 * MS, 9 * MS]
+            }]
+        );
+    }
+
+    /// Host events as the shim's history would return them: those overlapping the span.
+    fn history(events: Vec<HostEvent>) -> impl FnMut(u64, u64, &mut Vec<HostEvent>) -> bool {
+        move |from, to, out| {
+            out.extend(
+                events
+                    .iter()
+                    .filter(|e| e.start_unix_ns <= to && e.end_unix_ns >= from)
+                    .cloned(),
+            );
+            true
+        }
+    }
+
+    fn event(start: u64, end: u64, kind: HostEventKind) -> HostEvent {
+        HostEvent {
+            start_unix_ns: T0 + start,
+            end_unix_ns: T0 + end,
+            kind,
+        }
+    }
+
+    #[test]
+    fn each_idle_gap_gets_the_host_state_at_its_opening() {
+        let mut agg = full();
+        for (s, e) in [
+            (0, MS),
+            (3 * MS, 4 * MS),
+            (4 * MS + 2_000, 5 * MS),
+            (8 * MS, 9 * MS),
+        ] {
+            agg.add(kernel(s, e));
+        }
+        // The sync that waited for the first kernel returned 50 µs after it ended; an
+        // allocation was under way when the third kernel ended.
+        let mut events = history(vec![
+            event(
+                200_000,
+                MS + 50_000,
+                HostEventKind::Sync(SyncCause::Explicit),
+            ),
+            event(4 * MS + 500_000, 6 * MS, HostEventKind::Alloc),
+        ]);
+        agg.period_off(T0 + 10 * MS);
+        agg.settle(u64::MAX, T0 + 10 * MS, &mut events);
+        let (_, w) = agg.windows(T0);
+        let idle: Vec<(IdleCause, u64)> = w[0]
+            .idle_ns
+            .iter()
+            .map(|s| (s.cause, s.ns.iter().sum()))
+            .collect();
+        assert_eq!(
+            idle,
+            [
+                (IdleCause::AfterSync, 2 * MS),
+                (IdleCause::Alloc, 3 * MS),
+                // The 2 µs bubble between launches and the last 1 ms before the end.
+                (IdleCause::Host, 2_000 + MS),
+            ]
+        );
+        let gap = |s: u64, e: u64, cause| IdleGap {
+            start_unix_ns: T0 + s,
+            end_unix_ns: T0 + e,
+            cause,
+        };
+        assert_eq!(
+            w[0].longest_gaps,
+            [
+                gap(5 * MS, 8 * MS, IdleCause::Alloc),
+                gap(MS, 3 * MS, IdleCause::AfterSync),
+                gap(9 * MS, 10 * MS, IdleCause::Host),
+            ]
+        );
+        assert_eq!(w[0].recent_gaps.len(), 3);
+        // Only the gaps between two stretches of activity are in the histogram.
+        assert_eq!(only(&agg).gap_hist.count(), 3);
+    }
+
+    #[test]
+    fn host_events_are_looked_up_once_per_settle_when_none_were_lost() {
+        let mut agg = full();
+        for i in 0..100 {
+            agg.add(kernel(i * 100_000, i * 100_000 + 50_000));
+        }
+        let mut calls = 0;
+        let mut counting = |_: u64, _: u64, _: &mut Vec<HostEvent>| {
+            calls += 1;
+            true
+        };
+        agg.settle(T0 + 20 * MS, T0 + 20 * MS, &mut counting);
+        assert_eq!(calls, 1);
+        // Lost events: every gap asks for its own span, and gets `unknown` where lost.
+        let mut agg = full();
+        for i in 0..3 {
+            agg.add(kernel(i * MS, i * MS + 500_000));
+        }
+        let mut calls = 0;
+        let mut lossy = |from: u64, _: u64, _: &mut Vec<HostEvent>| {
+            calls += 1;
+            from > T0 + MS
+        };
+        agg.settle(T0 + 3 * MS, T0 + 3 * MS, &mut lossy);
+        // The batch, then the gaps opening at 0.5, 1.5 and 2.5 ms.
+        assert_eq!(calls, 4);
+        let (_, w) = agg.windows(T0);
+        let idle: Vec<(IdleCause, u64)> = w[0]
+            .idle_ns
+            .iter()
+            .map(|s| (s.cause, s.ns.iter().sum()))
+            .collect();
+        assert_eq!(idle, [(IdleCause::Host, MS), (IdleCause::Unknown, 500_000)]);
+    }
+
+    #[test]
+    fn the_cause_of_a_gap_follows_the_blocking_call_around_its_opening() {
+        use HostEventKind::*;
+        let at = 1_000_000;
+        let e = |s, e, kind| HostEvent {
+            start_unix_ns: s,
+            end_unix_ns: e,
+            kind,
+        };
+        let cause = |events: &[HostEvent]| idle_cause(at, events, true);
+        assert_eq!(cause(&[]), IdleCause::Host);
+        assert_eq!(idle_cause(at, &[], false), IdleCause::Unknown);
+        // A sync returning within SYNC_RETURN_NS after, or CLOCK_SLACK_NS before.
+        let sync = |end| e(0, end, Sync(SyncCause::Explicit));
+        assert_eq!(cause(&[sync(at + SYNC_RETURN_NS)]), IdleCause::AfterSync);
+        assert_eq!(cause(&[sync(at - CLOCK_SLACK_NS)]), IdleCause::AfterSync);
+        assert_eq!(cause(&[sync(at + SYNC_RETURN_NS + 1)]), IdleCause::Host);
+        assert_eq!(cause(&[sync(at - CLOCK_SLACK_NS - 1)]), IdleCause::Host);
+        let copy = e(0, at + MS, Sync(SyncCause::SyncCopy));
+        assert_eq!(cause(std::slice::from_ref(&copy)), IdleCause::PageableCopy);
+        let pageable = e(0, at + MS, Sync(SyncCause::PageableAsyncCopy));
+        assert_eq!(cause(&[pageable]), IdleCause::PageableCopy);
+        assert_eq!(
+            cause(&[e(0, at + MS, Sync(SyncCause::Free))]),
+            IdleCause::Alloc
+        );
+        let collective = e(0, at + MS, Collective);
+        assert_eq!(cause(&[copy, collective.clone()]), IdleCause::Collective);
+        // Over by the opening: not in progress.
+        assert_eq!(cause(&[e(0, at, Alloc)]), IdleCause::Host);
+        assert_eq!(cause(&[collective, sync(at)]), IdleCause::AfterSync);
+    }
+
+    #[test]
+    fn sampled_counts_are_extrapolated_exactly_on_a_regular_stream() {
+        let us = 1_000;
+        let mut agg = Aggregator::new(T0, T0, 0, true);
+        // A kernel of 5 µs every 10 µs; the kinds on for 100 µs in every 1,000 µs, ten
+        // times: only the launches made while on are recorded.
+        for period in 0..10 {
+            let on = period * 1_000 * us;
+            if period > 0 {
+                agg.period_on(T0 + on);
+            }
+            for k in 0..10 {
+                let start = on + k * 10 * us;
+                agg.add(kernel(start, start + 5 * us));
+            }
+            assert_eq!(agg.records_this_period(), 10);
+            agg.period_off(T0 + on + 100 * us);
+            let horizon = T0 + on + 50 * us;
+            agg.settle(horizon, horizon, &mut no_events);
+        }
+        let end = T0 + 9_100 * us;
+        agg.settle(u64::MAX, end, &mut no_events);
         let a = only(&agg);
-        assert!(a.busy_series.busy_ns.len() <= SERIES_POINTS);
-        assert_eq!(a.busy_series.busy_ns.iter().sum::<u64>(), 3600 * MS);
-        // The first slot holds the kernels that started in it, one per second.
-        let step = a.busy_series.step_ns;
-        assert_eq!(a.busy_in(T0, T0 + step), step.div_ceil(1000 * MS) * MS);
+        let covered = 9_100 * us;
+        assert_eq!(
+            a.sampled,
+            Some(Sampled {
+                observed_ns: 1_000 * us,
+                covered_ns: covered,
+                factor: 9.1,
+            })
+        );
+        // 910 kernels of 5 µs started in [0, 9,100 µs).
+        assert_eq!((a.kernels, a.busy_ns), (910, 910 * 5 * us));
+        assert_eq!(a.top_kernels[0].calls, 910);
+        let (_, w) = agg.windows(T0);
+        assert_eq!(w[0].observed_ns, [1_000 * us]);
+        assert_eq!(w[0].busy_ns, [500 * us]);
+        assert_eq!(
+            w[0].idle_ns,
+            [IdleSeries {
+                cause: IdleCause::Host,
+                ns: vec![500 * us]
+            }]
+        );
+    }
+
+    #[test]
+    fn a_period_without_records_observed_the_device_idle() {
+        let mut agg = Aggregator::new(T0, T0, 0, true);
+        agg.add(kernel(MS, 2 * MS));
+        agg.period_off(T0 + 3 * MS);
+        agg.period_on(T0 + 5 * MS);
+        agg.period_off(T0 + 8 * MS);
+        // A third period whose first record starts 1 ms after it opened: work queued
+        // before it may have run until then, so its observed part starts at the record.
+        agg.period_on(T0 + 12 * MS);
+        agg.add(kernel(13 * MS, 14 * MS));
+        agg.period_off(T0 + 15 * MS);
+        agg.settle(u64::MAX, T0 + 16 * MS, &mut no_events);
+        let (_, w) = agg.windows(T0);
+        // [0,3) + [5,8) + [13,15) ms.
+        assert_eq!(w[0].observed_ns, [3 * MS + 3 * MS, 2 * MS]);
+        // [0,1) and [2,3), all of [5,8), then [14,15).
+        assert_eq!(w[0].idle_ns[0].ns, [2 * MS + 3 * MS, MS]);
+        assert_eq!(w[0].busy_ns, [MS, MS]);
+    }
+
+    #[test]
+    fn a_device_whose_records_come_late_still_has_the_periods_they_belong_to() {
+        let mut agg = Aggregator::new(T0, T0, 0, true);
+        agg.period_off(T0 + 3 * MS);
+        agg.period_on(T0 + 5 * MS);
+        // No device yet: the periods after the horizon must stay.
+        agg.settle(T0 + 4 * MS, T0 + 4 * MS, &mut no_events);
+        agg.add(kernel(6 * MS, 7 * MS));
+        agg.period_off(T0 + 8 * MS);
+        agg.settle(u64::MAX, T0 + 9 * MS, &mut no_events);
+        let (_, w) = agg.windows(T0);
+        // [0,3) idle (the first period, the queue empty), then [6,8).
+        assert_eq!(w[0].observed_ns, [5 * MS]);
+        assert_eq!(w[0].busy_ns, [MS]);
+        assert_eq!(w[0].idle_ns[0].ns, [4 * MS]);
+    }
+
+    #[test]
+    fn unified_memory_counts_are_scaled_by_the_time_the_counters_were_on() {
+        let mut agg = Aggregator::new(T0, T0, 0, true);
+        agg.unified_memory_switched(true, T0);
+        agg.add(Record::UnifiedMemory {
+            counter: 3,
+            value: 0x7f00,
+            start: T0 + MS,
+        });
+        agg.unified_memory_switched(false, T0 + 100 * MS);
+        // On 100 ms of 400 ms.
+        let um = agg.unified_memory(T0 + 400 * MS).unwrap();
+        assert_eq!(um.cpu_page_faults, 4);
     }
 }

@@ -3,10 +3,14 @@
 //!
 //! gpuspy never calls `cuptiSubscribe` (that would take CUPTI from torch.profiler). It
 //! registers buffer callbacks, enables CONCURRENT_KERNEL (not KERNEL, which serialises
-//! kernels), MEMCPY, MEMSET, OVERHEAD and the unified-memory counters, and flushes from its
+//! kernels), MEMCPY, MEMSET, OVERHEAD and the unified-memory counters (by default the
+//! traced kinds and the counters in duty cycles, `super::sampling`), and flushes from its
 //! own thread. The request callback runs on application threads inside CUDA calls, so it
 //! only hands out a buffer from a fixed pool; completion callbacks only queue the buffer
-//! (under the pool lock, under which nothing calls CUPTI); the gpuspy thread parses.
+//! (under the pool lock, under which nothing calls CUPTI); the gpuspy thread parses. The
+//! lock is taken on a program thread once per 512 KiB buffer (about 2,000 records) and is
+//! otherwise held only for a drain: a lock-free queue would save nothing measurable
+//! (docs/design.md, "Sampled by default").
 //!
 //! The program's own CUPTI client comes first. The V1 callbacks are process-wide and a
 //! later registration silently replaces ours, so the shim exports
@@ -34,14 +38,9 @@ const KIND_KERNEL: u32 = 3;
 const KIND_CONCURRENT_KERNEL: u32 = 10;
 const KIND_OVERHEAD: u32 = 17;
 const KIND_UNIFIED_MEMORY_COUNTER: u32 = 25;
-/// The kinds gpuspy keeps on for the whole run.
-const OUR_KINDS: [u32; 5] = [
-    KIND_CONCURRENT_KERNEL,
-    KIND_MEMCPY,
-    KIND_MEMSET,
-    KIND_OVERHEAD,
-    KIND_UNIFIED_MEMORY_COUNTER,
-];
+/// The kinds whose records cost the program time per launch or copy: on in duty cycles
+/// by default (`super::sampling`), for the whole run under `GPUSPY_CUPTI=full`.
+const TRACED_KINDS: [u32; 3] = [KIND_CONCURRENT_KERNEL, KIND_MEMCPY, KIND_MEMSET];
 const FLUSH_FORCED: u32 = 1;
 
 /// Many small buffers rather than a few large ones: with a deep launch queue (1.7 s of bf16
@@ -103,7 +102,8 @@ static POOL: Mutex<Pool> = Mutex::new(Pool {
 pub static AGGREGATOR: Mutex<Option<Aggregator>> = Mutex::new(None);
 
 /// Starts collection; returns a note for the dump saying what was used or why not.
-pub fn start() -> Result<String, String> {
+/// `origin_unix_ns`: the process start, the origin of the timeline's windows.
+pub fn start(sampled: bool, origin_unix_ns: u64) -> Result<String, String> {
     // The program's registration waits for this to finish (see `step_aside`).
     let _no_program_registration_meanwhile = STARTING.lock();
     if PROGRAM_CLIENT.load(Acquire) {
@@ -158,7 +158,7 @@ pub fn start() -> Result<String, String> {
     let since = crate::clock::unix_ns();
     let to_unix = since as i64 - now(api) as i64;
     if let Ok(mut agg) = AGGREGATOR.lock() {
-        *agg = Some(Aggregator::new(since, to_unix));
+        *agg = Some(Aggregator::new(origin_unix_ns, since, to_unix, sampled));
     }
     // SAFETY: our callbacks have the signatures CUPTI documents.
     let r = unsafe { (api.register_callbacks)(on_buffer_request, on_buffer_complete) };
@@ -167,6 +167,9 @@ pub fn start() -> Result<String, String> {
     }
     REGISTERED.store(true, Release);
     let mut note = format!("{soname}, CUPTI {version}");
+    if sampled {
+        note.push_str("; activity sampled in duty cycles");
+    }
     // Unified-memory counters are configured after cuInit and before their kind is
     // enabled; platforms without them (MPS, some virtual GPUs) refuse here.
     let mut counters: Vec<UmConfig> = (1..=5)
@@ -180,20 +183,91 @@ pub fn start() -> Result<String, String> {
     // SAFETY: a valid array of `counters.len()` configs.
     let um =
         unsafe { (api.configure_unified_memory)(counters.as_mut_ptr(), counters.len() as u32) };
-    for kind in OUR_KINDS {
-        if kind == KIND_UNIFIED_MEMORY_COUNTER && um != 0 {
-            note.push_str(&format!("; unified-memory counters unavailable ({um})"));
-            continue;
-        }
+    if um != 0 {
+        note.push_str(&format!("; unified-memory counters unavailable ({um})"));
+    }
+    UM_CONFIGURED.store(um == 0, Release);
+    for kind in TRACED_KINDS.into_iter().chain([KIND_OVERHEAD]) {
         // SAFETY: plain CUPTI call.
         let r = unsafe { (api.enable)(kind) };
         if r != 0 {
             note.push_str(&format!("; activity kind {kind} refused ({r})"));
-        } else if kind == KIND_UNIFIED_MEMORY_COUNTER {
-            with_aggregator(Aggregator::expect_unified_memory);
         }
     }
+    // Sampled, the counters wait for managed memory: they cost the program per fault,
+    // and most programs have none.
+    if !sampled {
+        switch_unified_memory(true);
+    }
     Ok(note)
+}
+
+/// Unified-memory counters were configured at start.
+static UM_CONFIGURED: AtomicBool = AtomicBool::new(false);
+
+/// Switches the unified-memory counters on or off, if CUPTI accepted their configuration
+/// and gpuspy still holds CUPTI. On for good at start under `GPUSPY_CUPTI=full`; by
+/// default in their own duty cycle once the program has allocated managed memory
+/// (enabled late they show CPU faults and migrations, not GPU fault groups:
+/// bench/results/gpu-2026-11-30-sampling-1).
+pub fn switch_unified_memory(on: bool) {
+    let Some(api) = API.get() else { return };
+    let Ok(_no_step_aside_meanwhile) = COLLECTING.lock() else {
+        return;
+    };
+    if !UM_CONFIGURED.load(Acquire) || !REGISTERED.load(Acquire) {
+        return;
+    }
+    // SAFETY: plain CUPTI calls from a thread outside any CUPTI callback.
+    let r = unsafe {
+        if on {
+            (api.enable)(KIND_UNIFIED_MEMORY_COUNTER)
+        } else {
+            (api.disable)(KIND_UNIFIED_MEMORY_COUNTER)
+        }
+    };
+    let at = crate::clock::unix_ns();
+    if r == 0 {
+        with_aggregator(|agg| agg.unified_memory_switched(on, at));
+    }
+}
+
+/// Switches the traced kinds on or off (the duty cycle), and tells the aggregator, which
+/// counts time as observed only while they are on. Nothing once gpuspy has stepped aside:
+/// the program's own client manages those kinds then.
+pub fn switch_traced_kinds(on: bool) {
+    let Some(api) = API.get() else { return };
+    let Ok(_no_step_aside_meanwhile) = COLLECTING.lock() else {
+        return;
+    };
+    if !REGISTERED.load(Acquire) {
+        return;
+    }
+    for kind in TRACED_KINDS {
+        // SAFETY: plain CUPTI calls from a thread outside any CUPTI callback.
+        unsafe {
+            if on {
+                (api.enable)(kind);
+            } else {
+                (api.disable)(kind);
+            }
+        }
+    }
+    let at = crate::clock::unix_ns();
+    with_aggregator(|agg| {
+        if on {
+            agg.period_on(at)
+        } else {
+            agg.period_off(at)
+        }
+    });
+}
+
+/// Kernel, copy and memset records of the recording period now open.
+pub fn records_this_period() -> u64 {
+    let mut n = 0;
+    with_aggregator(|agg| n = agg.records_this_period());
+    n
 }
 
 /// 12.x (API versions 18 to 28) and 13.x keep the record prefixes gpuspy reads.
@@ -323,7 +397,8 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
     let Ok(_one_at_a_time) = COLLECTING.lock() else {
         return;
     };
-    let horizon = crate::clock::unix_ns().saturating_sub(settle_margin_ns);
+    let now = crate::clock::unix_ns();
+    let horizon = now.saturating_sub(settle_margin_ns);
     if REGISTERED.load(Acquire) {
         // SAFETY: plain CUPTI call, from a thread that is not in a CUPTI callback.
         unsafe { (api.flush_all)(if forced { FLUSH_FORCED } else { 0 }) };
@@ -338,7 +413,16 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
             // SAFETY: a buffer of ours that CUPTI completed with `valid` bytes.
             unsafe { reduce(api, agg, buffer as *mut u8, valid) };
         }
-        agg.settle(if forced { u64::MAX } else { horizon });
+        let yielded = YIELDED_AT.load(Relaxed);
+        if forced || yielded > 0 {
+            // The last flush, or gpuspy stepped aside: recording ended then.
+            agg.period_off(if yielded > 0 { yielded } else { now });
+        }
+        agg.settle(
+            if forced { u64::MAX } else { horizon },
+            now,
+            &mut crate::events::between,
+        );
     });
     if let Ok(mut pool) = POOL.lock() {
         pool.free.extend(filled.iter().map(|&(b, _)| b));
@@ -423,6 +507,7 @@ unsafe fn decode<'a>(p: *const u8) -> Option<Record<'a>> {
             KIND_UNIFIED_MEMORY_COUNTER => Some(Record::UnifiedMemory {
                 counter: read(p, 4),
                 value: read(p, 8),
+                start: read(p, 16),
             }),
             KIND_OVERHEAD => Some(Record::Overhead {
                 kind: read(p, 4),

@@ -16,8 +16,10 @@
 pub mod activity;
 pub mod cupti;
 mod nvml;
+mod sampling;
 mod telemetry;
 
+use crate::config::CuptiMode;
 use crate::{clock, resolve};
 use gpuspy_format::gpu::{Device, DeviceFacts, Gpu, SourceStatus};
 use nvml::Nvml;
@@ -40,6 +42,8 @@ static CUPTI_TRIED: AtomicBool = AtomicBool::new(false);
 static IN_FORKED_CHILD: AtomicBool = AtomicBool::new(false);
 /// CUDA ordinals (below 64) the process created or retained a context on.
 static DEVICES_USED: AtomicU64 = AtomicU64::new(0);
+/// The program allocated managed memory: the unified-memory counters are wanted.
+static MANAGED_MEMORY: AtomicBool = AtomicBool::new(false);
 
 /// Intervals younger than this stay unsettled: records of work still running when a flush
 /// happens come later.
@@ -108,6 +112,12 @@ pub fn on_device_used(ordinal: c_int) {
     }
 }
 
+/// The program allocated managed memory (`cuMemAllocManaged`).
+#[cold]
+pub fn on_managed_memory() {
+    MANAGED_MEMORY.store(true, Relaxed);
+}
+
 extern "C" fn finish_at_exit() {
     finish();
 }
@@ -154,7 +164,7 @@ fn set_status(f: impl FnOnce(&mut State)) {
 struct Settings {
     interval: Duration,
     nvml: bool,
-    cupti: bool,
+    cupti: CuptiMode,
 }
 
 fn settings() -> Settings {
@@ -170,10 +180,18 @@ fn settings() -> Settings {
 fn run() {
     crate::record::exclude_current_thread();
     let settings = settings();
-    let cupti = if settings.cupti {
-        cupti::start()
-    } else {
-        Err("off (GPUSPY_CUPTI=0)".to_string())
+    let cupti = match settings.cupti {
+        CuptiMode::Off => Err("off (GPUSPY_CUPTI=0)".to_string()),
+        mode => cupti::start(
+            mode == CuptiMode::Sampled,
+            crate::lifecycle::start_unix_ns(),
+        ),
+    };
+    let sampled = settings.cupti == CuptiMode::Sampled && cupti.is_ok();
+    let mut duty = Switches {
+        traced: sampled.then(|| sampling::DutyCycle::adaptive(clock::unix_ns())),
+        unified_memory: None,
+        sampled,
     };
     set_status(|s| s.cupti = status(cupti));
     CUPTI_TRIED.store(true, Release);
@@ -183,7 +201,10 @@ fn run() {
             return;
         }
         cupti::collect(false, SETTLE_MARGIN_NS);
-        std::thread::sleep(settings.interval);
+        sleep_until(
+            clock::monotonic_ns() + settings.interval.as_nanos() as u64,
+            &mut duty,
+        );
     }
     // A program whose own CUPTI client (torch.profiler started before the first CUDA call)
     // was already active hung in its first cuBLAS call on the H200 in both runs where
@@ -229,8 +250,61 @@ fn run() {
         cupti::collect(false, SETTLE_MARGIN_NS);
         COLLECTOR_CPU_NS.store(thread_cpu_ns(), Relaxed);
         tick += 1;
-        let spent = Duration::from_nanos(clock::monotonic_ns().saturating_sub(started));
-        std::thread::sleep(settings.interval.saturating_sub(spent));
+        sleep_until(started + settings.interval.as_nanos() as u64, &mut duty);
+    }
+}
+
+/// The duty cycles of the sampled mode: the traced kinds', and the unified-memory
+/// counters' once the program has managed memory.
+struct Switches {
+    traced: Option<sampling::DutyCycle>,
+    unified_memory: Option<sampling::DutyCycle>,
+    sampled: bool,
+}
+
+/// Sleeps until `deadline` (monotonic ns), switching the duty cycles' kinds on and off at
+/// their times meanwhile. The cycles' times are Unix ns, as the records' are.
+fn sleep_until(deadline: u64, duty: &mut Switches) {
+    loop {
+        let now = clock::monotonic_ns();
+        if now >= deadline || FINISHED.load(Acquire) {
+            return;
+        }
+        let unix = clock::unix_ns();
+        if duty.sampled && duty.unified_memory.is_none() && MANAGED_MEMORY.load(Relaxed) {
+            duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
+            cupti::switch_unified_memory(true);
+        }
+        let mut wake = deadline;
+        if let Some(traced) = duty.traced.as_mut().filter(|d| unix >= d.next_at()) {
+            if traced.is_on() {
+                cupti::switch_traced_kinds(false);
+                // The slot's records, gathered with the kinds off: its rate decides the
+                // next cycle.
+                cupti::collect(false, SETTLE_MARGIN_NS);
+                if traced.slot_ended(clock::unix_ns(), cupti::records_this_period()) {
+                    cupti::switch_traced_kinds(true);
+                    traced.turned_on(clock::unix_ns());
+                }
+            } else {
+                cupti::switch_traced_kinds(true);
+                traced.turned_on(clock::unix_ns());
+            }
+        }
+        if let Some(um) = duty.unified_memory.as_mut().filter(|d| unix >= d.next_at()) {
+            if um.is_on() {
+                cupti::switch_unified_memory(false);
+                um.slot_ended(clock::unix_ns(), 0);
+            } else {
+                cupti::switch_unified_memory(true);
+                um.turned_on(clock::unix_ns());
+            }
+        }
+        let unix = clock::unix_ns();
+        for d in [&duty.traced, &duty.unified_memory].into_iter().flatten() {
+            wake = wake.min(now + d.next_at().saturating_sub(unix));
+        }
+        std::thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
     }
 }
 
@@ -358,7 +432,11 @@ pub fn snapshot() -> Option<Gpu> {
     }
     let (activity, unified_memory, cupti_overhead) = match cupti::AGGREGATOR.lock() {
         Ok(guard) => match guard.as_ref() {
-            Some(agg) => (agg.devices(), agg.unified_memory(), agg.overhead()),
+            Some(agg) => (
+                agg.devices(),
+                agg.unified_memory(clock::unix_ns()),
+                agg.overhead(),
+            ),
             None => (Vec::new(), None, Vec::new()),
         },
         Err(_) => (Vec::new(), None, Vec::new()),
@@ -418,4 +496,24 @@ pub fn snapshot() -> Option<Gpu> {
         collector_cpu_ns: COLLECTOR_CPU_NS.load(Relaxed),
         start_wait_ns: START_WAIT_NS.load(Relaxed),
     })
+}
+
+/// The GPU side of the timeline: per device, what CUPTI saw per window of the grid that
+/// starts at `origin_unix_ns` (the process start; the dump's `start_unix_ns`), and the
+/// window width they are at (`FIRST_WINDOW_NS` doubled as often as the run needed; the
+/// host side's table may be at another width: merge the finer one pairwise until they
+/// match). Empty without CUPTI.
+// Called by the dump's timeline assembly (dump.rs, the host side's branch).
+#[allow(dead_code)]
+pub fn timeline_devices(origin_unix_ns: u64) -> (u64, Vec<gpuspy_format::timeline::DeviceWindows>) {
+    let none = (gpuspy_format::timeline::FIRST_WINDOW_NS, Vec::new());
+    if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
+        return none;
+    }
+    match cupti::AGGREGATOR.lock() {
+        Ok(guard) => guard
+            .as_ref()
+            .map_or(none, |agg| agg.windows(origin_unix_ns)),
+        Err(_) => none,
+    }
 }

@@ -281,5 +281,6 @@ pub unsafe extern "C" fn fakecupti_um(counter: u32, value: u64) {
     emit(KIND_UNIFIED_MEMORY_COUNTER, |r| {
         put(r, 4, counter);
         put(r, 8, value);
+        put(r, 16, monotonic_ns());
     });
 }

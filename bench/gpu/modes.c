@@ -1,0 +1,164 @@
+/* Short GPU loops, one per workload class, for paired overhead runs of gpuspy's CUPTI
+ * modes (bench/gpu/overhead-modes.sh). Plain driver API through dlopen, so a process
+ * starts in about 0.3 s (no framework import) and 25 pairs of each fit in minutes.
+ *
+ *   modes WORKLOAD [ITERS]   prints "loop_ns_per_iter X" and "launches N"
+ *
+ * launch   2 empty-kernel launches and 5 µs of host work per iteration, a stream sync
+ *          every 256: a launch-bound eager loop (PyTorch's is 2 launches per ~15 µs).
+ * managed  64 MiB of managed memory: the host writes a word of every page, a kernel
+ *          increments a word of every page, sync: pages migrate both ways each time.
+ * sync     a 200 µs kernel, cuCtxSynchronize, then 300 µs of host work: sync-stalled.
+ * copy     a 4 MiB cuMemcpyHtoD from pageable memory (staged by the driver).
+ * gpu      8 kernels of 1 ms queued, then a sync: GPU-bound. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int (*Fn)();
+typedef int (*Launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      unsigned, void *, void **, void **);
+
+static const char PTX[] =
+    ".version 7.0\n.target sm_50\n.address_size 64\n"
+    ".visible .entry empty() { ret; }\n"
+    ".visible .entry touch(.param .u64 p, .param .u32 n) {\n"
+    "  .reg .u32 %r<6>; .reg .u64 %rd<4>; .reg .pred %q;\n"
+    "  mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ntid.x; mov.u32 %r3, %tid.x;\n"
+    "  mad.lo.u32 %r4, %r1, %r2, %r3;\n"
+    "  ld.param.u32 %r5, [n];\n"
+    "  setp.ge.u32 %q, %r4, %r5;\n"
+    "  @%q ret;\n"
+    "  ld.param.u64 %rd1, [p];\n"
+    "  mul.wide.u32 %rd2, %r4, 4096;\n"
+    "  add.u64 %rd3, %rd1, %rd2;\n"
+    "  ld.global.u32 %r1, [%rd3];\n"
+    "  add.u32 %r1, %r1, 1;\n"
+    "  st.global.u32 [%rd3], %r1;\n"
+    "  ret;\n}\n"
+    ".visible .entry spin(.param .u64 ns) {\n"
+    "  .reg .u64 %rd<4>; .reg .pred %q;\n"
+    "  ld.param.u64 %rd1, [ns];\n"
+    "  mov.u64 %rd2, %globaltimer;\n"
+    "  add.u64 %rd3, %rd2, %rd1;\n"
+    "LOOP:\n"
+    "  mov.u64 %rd2, %globaltimer;\n"
+    "  setp.lt.u64 %q, %rd2, %rd3;\n"
+    "  @%q bra LOOP;\n"
+    "  ret;\n}\n";
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void host_work(long long ns) {
+    long long until = now_ns() + ns;
+    while (now_ns() < until) {
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: modes launch|managed|sync|copy|gpu [ITERS]\n");
+        return 2;
+    }
+    const char *w = argv[1];
+    long iters = argc > 2 ? atol(argv[2]) : 0;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "no driver: %s\n", dlerror());
+        return 1;
+    }
+#define GET(name) ((Fn)dlsym(h, name))
+    void *ctx = 0, *mod = 0, *empty = 0, *touch = 0, *spin = 0;
+    int dev = 0;
+    if (GET("cuInit")(0) || GET("cuDeviceGet")(&dev, 0) ||
+        GET("cuDevicePrimaryCtxRetain")(&ctx, dev) || GET("cuCtxSetCurrent")(ctx) ||
+        GET("cuModuleLoadData")(&mod, PTX) || GET("cuModuleGetFunction")(&empty, mod, "empty") ||
+        GET("cuModuleGetFunction")(&touch, mod, "touch") ||
+        GET("cuModuleGetFunction")(&spin, mod, "spin")) {
+        fprintf(stderr, "driver setup failed\n");
+        return 1;
+    }
+    Launch launch = (Launch)dlsym(h, "cuLaunchKernel");
+    Fn stream_sync = GET("cuStreamSynchronize"), ctx_sync = GET("cuCtxSynchronize");
+    long launches = 0;
+    long long t0 = 0;
+    if (strcmp(w, "launch") == 0) {
+        iters = iters ? iters : 30000;
+        for (long i = -2000; i < iters; i++) {
+            if (i == 0) stream_sync(NULL), t0 = now_ns();
+            launch(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+            host_work(2500);
+            launch(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+            host_work(2500);
+            if ((i & 255) == 255) stream_sync(NULL);
+            launches += 2;
+        }
+    } else if (strcmp(w, "managed") == 0) {
+        iters = iters ? iters : 20;
+        unsigned pages = 16384;
+        unsigned long long p = 0;
+        if (GET("cuMemAllocManaged")(&p, (size_t)pages * 4096, 1)) {
+            fprintf(stderr, "cuMemAllocManaged failed\n");
+            return 1;
+        }
+        volatile unsigned *host = (volatile unsigned *)(unsigned long)p;
+        for (long i = -2; i < iters; i++) {
+            if (i == 0) t0 = now_ns();
+            for (unsigned k = 0; k < pages; k++) host[k * 1024] += 1;
+            void *args[] = {&p, &pages};
+            launch(touch, pages / 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
+            ctx_sync();
+            launches++;
+        }
+        if (host[0] != (unsigned)(2 * (iters + 2))) {
+            fprintf(stderr, "wrong result %u\n", host[0]);
+            return 1;
+        }
+    } else if (strcmp(w, "sync") == 0) {
+        iters = iters ? iters : 600;
+        unsigned long long ns = 200000;
+        void *args[] = {&ns};
+        for (long i = -20; i < iters; i++) {
+            if (i == 0) t0 = now_ns();
+            launch(spin, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+            ctx_sync();
+            host_work(300000);
+            launches++;
+        }
+    } else if (strcmp(w, "copy") == 0) {
+        iters = iters ? iters : 400;
+        size_t bytes = 4 << 20;
+        char *src = malloc(bytes);
+        memset(src, 1, bytes);
+        unsigned long long d = 0;
+        if (GET("cuMemAlloc")(&d, bytes)) return 1;
+        for (long i = -20; i < iters; i++) {
+            if (i == 0) t0 = now_ns();
+            GET("cuMemcpyHtoD")(d, src, bytes);
+        }
+    } else if (strcmp(w, "gpu") == 0) {
+        iters = iters ? iters : 40;
+        unsigned long long ns = 1000000;
+        void *args[] = {&ns};
+        for (long i = -2; i < iters; i++) {
+            if (i == 0) t0 = now_ns();
+            for (int k = 0; k < 8; k++) launch(spin, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+            ctx_sync();
+            launches += 8;
+        }
+    } else {
+        fprintf(stderr, "unknown workload %s\n", w);
+        return 2;
+    }
+    ctx_sync();
+    printf("loop_ns_per_iter %.1f\n", (double)(now_ns() - t0) / iters);
+    printf("launches %ld\n", launches);
+    return 0;
+}

@@ -1,0 +1,147 @@
+//! The default CUPTI mode: the activity kinds are on in duty cycles, one slot of `ON_NS`
+//! in every `cycle` slots, with `cycle` chosen after each slot from the records it
+//! produced, so that CUPTI's own cost stays within `BUDGET_PPM` of the program's time.
+//! CUPTI costs per record (its instrumentation runs in each launch), so a job with few,
+//! long kernels is recorded whole (cycle 1) and a launch-bound one is sampled.
+//!
+//! Unified-memory counters have a cycle of their own, fixed: on the H200 they cost a
+//! managed-memory loop +60 % while on, and switching them takes 14-22 ms
+//! (bench/results/gpu-2026-11-30-sampling-1), so they are on for `UM_ON_NS` in every
+//! `UM_CYCLE` slots of that length: about 0.9 % of the loop's time, plus the switches.
+
+/// How long the kinds stay on in each cycle: two windows of the timeline's first width.
+pub const ON_NS: u64 = 20_000_000;
+/// A slot within budget is followed by one twice as long, up to this: a job that is
+/// cheap to record is switched (and flushed) a few times a second, not 50.
+pub const MAX_ON_NS: u64 = 160_000_000;
+/// What one kernel record costs the program: 1.1 µs per launch measured in-process,
+/// 1.8-2.1 µs per launch in paired process runs on the H200 (docs/overhead.md).
+const COST_PER_RECORD_NS: u64 = 2_000;
+/// CUPTI's share of the program's time at most: 1.5 %, leaving the host side its ~0.5 %
+/// within the 2 % budget.
+const BUDGET_PPM: u64 = 15_000;
+/// The longest cycle: one slot in 64 (1.28 s) still samples a long run densely enough.
+pub const MAX_CYCLE: u64 = 64;
+/// The unified-memory counters' slot and cycle: 100 ms on in every 6.4 s.
+pub const UM_ON_NS: u64 = 100_000_000;
+pub const UM_CYCLE: u64 = 64;
+
+/// The cycle (in slots, one of them on) that keeps `records` per `on_ns` within budget.
+pub fn cycle_for(records: u64, on_ns: u64) -> u64 {
+    let cost_ppm = records.saturating_mul(COST_PER_RECORD_NS * 1_000_000) / on_ns.max(1);
+    cost_ppm.div_ceil(BUDGET_PPM).clamp(1, MAX_CYCLE)
+}
+
+/// The switch's state: on or off, and when to look again.
+pub struct DutyCycle {
+    /// The slot's length: `base_on_ns`, grown while slots stay within budget.
+    on_ns: u64,
+    base_on_ns: u64,
+    /// None: the cycle follows the record rate.
+    fixed_cycle: Option<u64>,
+    on: bool,
+    on_since: u64,
+    next_at: u64,
+}
+
+impl DutyCycle {
+    /// The traced kinds' switch, on from `now`.
+    pub fn adaptive(now: u64) -> DutyCycle {
+        DutyCycle::starting(now, ON_NS, None)
+    }
+
+    /// The unified-memory counters' switch, on from `now`.
+    pub fn unified_memory(now: u64) -> DutyCycle {
+        DutyCycle::starting(now, UM_ON_NS, Some(UM_CYCLE))
+    }
+
+    fn starting(now: u64, on_ns: u64, fixed_cycle: Option<u64>) -> DutyCycle {
+        DutyCycle {
+            on_ns,
+            base_on_ns: on_ns,
+            fixed_cycle,
+            on: true,
+            on_since: now,
+            next_at: now + on_ns,
+        }
+    }
+
+    pub fn next_at(&self) -> u64 {
+        self.next_at
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// The kinds were switched on at `now`.
+    pub fn turned_on(&mut self, now: u64) {
+        self.on = true;
+        self.on_since = now;
+        self.next_at = now + self.on_ns;
+    }
+
+    /// The slot that was on ended at `now` (the kinds are off, so that gathering its
+    /// records does not compete with the program while they are on) with `records`
+    /// records. True: switch them on again at once, the slot was within budget.
+    pub fn slot_ended(&mut self, now: u64, records: u64) -> bool {
+        let cycle = self
+            .fixed_cycle
+            .unwrap_or_else(|| cycle_for(records, now - self.on_since));
+        self.on = false;
+        self.on_ns = if cycle == 1 {
+            (self.on_ns * 2).min(MAX_ON_NS)
+        } else {
+            self.base_on_ns
+        };
+        self.next_at = now + (cycle - 1) * self.on_ns;
+        cycle == 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cycle_keeps_cuptis_cost_within_budget() {
+        // 7,500 records a second cost 2 µs each: 1.5 %, exactly the budget: always on.
+        assert_eq!(cycle_for(150, ON_NS), 1);
+        assert_eq!(cycle_for(151, ON_NS), 2);
+        // A launch-bound loop, 2 launches per 15 µs: 133,333 a second, 26.7 % -> 1 in 18.
+        assert_eq!(cycle_for(2_667, ON_NS), 18);
+        assert_eq!(cycle_for(1_000_000, ON_NS), MAX_CYCLE);
+        assert_eq!(cycle_for(0, 0), 1);
+    }
+
+    #[test]
+    fn the_switch_stays_on_while_cheap_and_cycles_when_not() {
+        let mut d = DutyCycle::adaptive(0);
+        assert!(d.is_on());
+        assert_eq!(d.next_at(), ON_NS);
+        // 100 records in a slot: within budget, on again at once for twice as long.
+        assert!(d.slot_ended(ON_NS, 100));
+        d.turned_on(ON_NS);
+        assert_eq!(d.next_at(), 3 * ON_NS);
+        // 6,000 in that 40 ms slot: cycle 20, off for 19 slots of the first length.
+        assert!(!d.slot_ended(3 * ON_NS, 6_000));
+        assert!(!d.is_on());
+        assert_eq!(d.next_at(), 3 * ON_NS + 19 * ON_NS);
+        d.turned_on(d.next_at());
+        assert_eq!(d.next_at(), 23 * ON_NS);
+        // Slots grow no longer than MAX_ON_NS.
+        for _ in 0..10 {
+            let at = d.next_at();
+            assert!(d.slot_ended(at, 0));
+            d.turned_on(at);
+        }
+        assert_eq!(d.next_at() - d.on_since, MAX_ON_NS);
+    }
+
+    #[test]
+    fn unified_memory_counters_cycle_at_a_fixed_rate() {
+        let mut d = DutyCycle::unified_memory(0);
+        assert!(!d.slot_ended(UM_ON_NS, 0));
+        assert_eq!(d.next_at(), UM_CYCLE * UM_ON_NS);
+    }
+}

@@ -1,0 +1,45 @@
+/* A regular stream of GPU work through the fake libcupti, in real time: every 100 µs ten
+ * kernels of 5 µs back to back from "now" (recorded only while gpuspy has the kernel kind
+ * on, as the real CUPTI records only launches made while it is on), and with "managed", a managed
+ * allocation and one CPU page fault every millisecond (recorded only while the
+ * unified-memory counters are on). A late step is not made up for (the stream stays
+ * regular in time, never bunched). Runs for ARGV[1] ms; prints how many of each it made,
+ * which gpuspy's sampled counts must match once extrapolated. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda_min.h"
+
+extern int fakecupti_enabled(unsigned kind);
+extern unsigned long long fakecupti_now(void);
+extern void fakecupti_kernel(unsigned device, unsigned long long start, unsigned long long end,
+                             int blocks, const char *name);
+extern void fakecupti_um(unsigned counter, unsigned long long value);
+
+int main(int argc, char **argv) {
+    unsigned long long run_ns = (argc > 1 ? atoll(argv[1]) : 1500) * 1000000ULL;
+    int managed = argc > 2 && strcmp(argv[2], "managed") == 0;
+    void *context;
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&context, 0)) return 1;
+    CUdeviceptr p;
+    if (managed && cuMemAllocManaged(&p, 1 << 20, 1)) return 3;
+    unsigned long long start = fakecupti_now(), next = start, next_fault = start;
+    long kernels = 0, faults = 0;
+    for (;;) {
+        unsigned long long t = fakecupti_now();
+        if (t - start >= run_ns) break;
+        if (t >= next) {
+            for (int k = 0; k < 10; k++)
+                fakecupti_kernel(0, t + k * 5000, t + (k + 1) * 5000, 1024, "stream_kernel");
+            kernels += 10;
+            next = t + 100000;
+        }
+        if (managed && t >= next_fault) {
+            fakecupti_um(3, 0x7f00);
+            faults++;
+            next_fault = t + 1000000;
+        }
+    }
+    printf("kernels %ld faults %ld\n", kernels, faults);
+    return 0;
+}
