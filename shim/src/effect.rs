@@ -68,6 +68,22 @@ impl Effect {
         }
     }
 
+    /// Whether the call can hold the host up: a sync, a copy, an allocation or a free
+    /// (not a launch, not a start-up call). Those get their Python call site captured.
+    #[inline(always)]
+    pub fn may_block_host(&self) -> bool {
+        matches!(
+            self,
+            Effect::Sync
+                | Effect::Release { .. }
+                | Effect::Copy { .. }
+                | Effect::Bytes(_)
+                | Effect::PinnedAlloc { .. }
+                | Effect::PinnedRegister { .. }
+                | Effect::ManagedAlloc { .. }
+        )
+    }
+
     /// Updates the host-memory table after the driver succeeded.
     #[inline(always)]
     pub fn track_host_memory(&self) {
