@@ -79,7 +79,8 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
             .evidence("steady_ms", ms(steady))
             .evidence("dtoh_copy_then_sync_pairs", item_like)
             .evidence("dtoh_copies_to_pinned", small_dtoh)
-            .evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN));
+            .evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN))
+            .call_sites(p, blocked, |s| s.cause.is_some_and(|c| causes.contains(&c)));
         Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
     }
 }
