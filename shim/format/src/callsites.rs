@@ -13,8 +13,11 @@ pub struct CallSites {
     /// ...and one in this many of the shorter ones, standing for this many: `calls` and
     /// `blocked_ns` below are estimates where such samples contribute.
     pub sample_every: u64,
-    /// Stacks read.
+    /// Stacks read (threads without Python included), and the time reading them and
+    /// adding them to the table took, all threads: the capture's cost.
     pub captures: u64,
+    #[serde(default)]
+    pub capture_ns: u64,
     /// Captured calls (weighted) made from threads with no Python frames, and their time.
     pub native_calls: u64,
     pub native_ns: u64,

@@ -14,7 +14,8 @@
 //! a note in the dump where a version was refused.
 //!
 //! Cost: on calls that are not captured, a test of the effect and the duration. A
-//! capture is `#[cold]`: bench/callsites.sh measures it.
+//! capture is `#[cold]`, and times itself: the dump says how long the captures took
+//! (bench/callsites.sh reads it).
 
 mod layout;
 mod linetable;
@@ -85,6 +86,7 @@ fn capture(hook: usize, cause: Option<SyncCause>, ns: u64) {
     let Found::Ready(py) = FOUND.get_or_init(find) else {
         return;
     };
+    let start = std::time::Instant::now();
     // SAFETY: both are CPython functions without arguments, callable from any thread
     // without the GIL: a flag read, and a pthread TSS read.
     let tstate = unsafe {
@@ -107,6 +109,7 @@ fn capture(hook: usize, cause: Option<SyncCause>, ns: u64) {
         }
         _ => sites::add_native(weight, ns),
     }
+    sites::add_capture_time(start.elapsed());
 }
 
 fn symbol(name: &CStr) -> *mut c_void {
@@ -226,6 +229,7 @@ pub fn snapshot() -> Option<CallSites> {
         threshold_ns: THRESHOLD_NS,
         sample_every: SAMPLE_EVERY,
         captures: s.captures,
+        capture_ns: s.capture_ns,
         native_calls: s.native_calls,
         native_ns: s.native_ns,
         dropped_calls: s.dropped_calls,

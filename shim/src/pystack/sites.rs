@@ -123,8 +123,13 @@ static TABLE: Guarded = Guarded {
 /// Calls captured from threads with no Python frames (weighted), and their blocked time.
 static NATIVE_CALLS: AtomicU64 = AtomicU64::new(0);
 static NATIVE_NS: AtomicU64 = AtomicU64::new(0);
-/// Stacks read.
+/// Stacks read, and the time reading and adding them took.
 static CAPTURES: AtomicU64 = AtomicU64::new(0);
+static CAPTURE_NS: AtomicU64 = AtomicU64::new(0);
+
+pub fn add_capture_time(took: std::time::Duration) {
+    CAPTURE_NS.fetch_add(took.as_nanos() as u64, Relaxed);
+}
 
 fn with_table<R>(f: impl FnOnce(&mut Table) -> R) -> R {
     while TABLE
@@ -190,6 +195,7 @@ pub unsafe fn add(
 pub struct Summary {
     pub sites: Vec<CallSite>,
     pub captures: u64,
+    pub capture_ns: u64,
     pub native_calls: u64,
     pub native_ns: u64,
     pub dropped_calls: u64,
@@ -211,6 +217,7 @@ pub fn summary() -> Summary {
     Summary {
         sites,
         captures: CAPTURES.load(Relaxed),
+        capture_ns: CAPTURE_NS.load(Relaxed),
         native_calls: NATIVE_CALLS.load(Relaxed),
         native_ns: NATIVE_NS.load(Relaxed),
         dropped_calls,
@@ -230,7 +237,7 @@ pub fn reset() {
         t.dropped_calls = 0;
         t.dropped_ns = 0;
     });
-    for counter in [&NATIVE_CALLS, &NATIVE_NS, &CAPTURES] {
+    for counter in [&NATIVE_CALLS, &NATIVE_NS, &CAPTURES, &CAPTURE_NS] {
         counter.store(0, Relaxed);
     }
 }
