@@ -388,6 +388,20 @@ mod tests {
     }
 
     #[test]
+    fn launches_and_start_up_calls_never_block_the_host() {
+        let blocking = [
+            Effect::Sync,
+            release(1),
+            copy(Direction::DtoD, std::ptr::null_mut(), 1, Mode::Async),
+            Effect::Bytes(1),
+            pinned_alloc(std::ptr::null_mut(), 1),
+        ];
+        assert!(blocking.iter().all(Effect::may_block_host));
+        let not = [Effect::None, Effect::DriverReady, Effect::UsesDevice(0)];
+        assert!(!not.iter().any(Effect::may_block_host));
+    }
+
+    #[test]
     fn batch_sums_sizes() {
         let sizes = [10usize, 20, 30];
         assert_eq!(batch(sizes.as_ptr(), 3).bytes(), 60);

@@ -407,3 +407,50 @@ fn debug_offsets_of_other_versions_and_foreign_bytes_are_refused() {
     assert_eq!(layout::for_version(0x03090000), None);
     assert_eq!(layout::for_version(0x030d0000), None);
 }
+
+#[test]
+fn a_code_object_freed_and_reused_gets_an_entry_of_its_own() {
+    let l = layout::for_version(0x030b07f0).unwrap();
+    let mut m = Memory::new();
+    let code = m.code(&l, "/a.py", "f", 10, &[0x80 | 13 << 3 | 7, 2]);
+    let mut t = sites::tests::table();
+    let frame = RawFrame { code, offset: 0 };
+    // SAFETY: the code object is complete in `m` (both times).
+    unsafe { sites::tests::add_one(&mut t, &l, 0, frame, 300_000) };
+    // Another code object at the same address: other strings, another line table.
+    let (file, name, table) = (m.str(&l, "/b.py"), m.str(&l, "g"), m.bytes(&l, &[0x80 | 13 << 3 | 7, 4]));
+    m.word(code + l.code_filename, file);
+    m.word(code + l.code_name, name);
+    m.word(code + l.code_line_table, table);
+    // SAFETY: as above.
+    unsafe { sites::tests::add_one(&mut t, &l, 0, frame, 200_000) };
+    let named: Vec<(String, u32, String)> = sites::tests::top(&t)
+        .into_iter()
+        .map(|s| {
+            let f = &s.frames[0];
+            (f.file.clone(), f.line, f.function.clone())
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [("/a.py".into(), 11, "f".into()), ("/b.py".into(), 12, "g".into())]
+    );
+}
+
+#[test]
+fn a_full_table_keeps_the_top_sites_and_counts_the_rest_as_dropped() {
+    let l = layout::for_version(0x030b07f0).unwrap();
+    let mut m = Memory::new();
+    let code = m.code(&l, "/a.py", "f", 10, &[0x80 | 13 << 3 | 7, 2]);
+    let mut t = sites::tests::table();
+    // Each hook makes a site of its own: 256 fit.
+    for hook in 0..257 {
+        // SAFETY: the code object is complete in `m`.
+        unsafe { sites::tests::add_one(&mut t, &l, hook, RawFrame { code, offset: 0 }, 100_000 + hook as u64) };
+    }
+    assert_eq!(sites::tests::dropped(&t), (1, 100_256));
+    let top = sites::tests::top(&t);
+    assert_eq!(top.len(), sites::TOP_SITES);
+    assert_eq!(top[0].blocked_ns, 100_255);
+    assert_eq!(top[31].blocked_ns, 100_224);
+}

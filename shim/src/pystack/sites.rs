@@ -56,7 +56,7 @@ struct Site {
     max_ns: u64,
 }
 
-struct Table {
+pub(super) struct Table {
     sites: [Site; SITES],
     site_count: usize,
     /// Open addressing over `sites`: index + 1, 0 for an empty slot.
@@ -104,20 +104,22 @@ struct Guarded {
 // SAFETY: `table` is only reached through `with_table`, which holds `busy`.
 unsafe impl Sync for Guarded {}
 
+const EMPTY_TABLE: Table = Table {
+    sites: [EMPTY_SITE; SITES],
+    site_count: 0,
+    site_slots: [0; SITE_SLOTS],
+    codes: [EMPTY_CODE; CODES],
+    code_count: 0,
+    code_slots: [0; CODE_SLOTS],
+    pool: [0; POOL],
+    pool_len: 0,
+    dropped_calls: 0,
+    dropped_ns: 0,
+};
+
 static TABLE: Guarded = Guarded {
     busy: AtomicBool::new(false),
-    table: UnsafeCell::new(Table {
-        sites: [EMPTY_SITE; SITES],
-        site_count: 0,
-        site_slots: [0; SITE_SLOTS],
-        codes: [EMPTY_CODE; CODES],
-        code_count: 0,
-        code_slots: [0; CODE_SLOTS],
-        pool: [0; POOL],
-        pool_len: 0,
-        dropped_calls: 0,
-        dropped_ns: 0,
-    }),
+    table: UnsafeCell::new(EMPTY_TABLE),
 };
 
 /// Calls captured from threads with no Python frames (weighted), and their blocked time.
@@ -166,7 +168,25 @@ pub unsafe fn add(
     ns: u64,
 ) {
     CAPTURES.fetch_add(1, Relaxed);
-    with_table(|t| {
+    // SAFETY: our contract.
+    with_table(|t| unsafe { t.add(layout, hook, cause, frames, weight, ns) });
+}
+
+impl Table {
+    /// `add`, into this table.
+    ///
+    /// # Safety
+    /// As `add`.
+    unsafe fn add(
+        &mut self,
+        layout: &Layout,
+        hook: usize,
+        cause: Option<SyncCause>,
+        frames: &[RawFrame],
+        weight: u64,
+        ns: u64,
+    ) {
+        let t = self;
         let mut key = Key {
             hook: hook as u16,
             cause: cause.map_or(NO_CAUSE, |c| c as u8),
@@ -188,7 +208,18 @@ pub unsafe fn add(
                 t.dropped_ns = t.dropped_ns.saturating_add(ns.saturating_mul(weight));
             }
         }
-    });
+    }
+
+    /// The top sites by blocked time.
+    fn top(&self) -> Vec<CallSite> {
+        let mut order: Vec<&Site> = self.sites[..self.site_count].iter().collect();
+        order.sort_by_key(|s| std::cmp::Reverse(s.blocked_ns));
+        order
+            .into_iter()
+            .take(TOP_SITES)
+            .map(|s| self.call_site(s))
+            .collect()
+    }
 }
 
 /// What fits in a dump: the top sites and the counters.
@@ -204,16 +235,8 @@ pub struct Summary {
 
 /// Cold (dump time): may allocate.
 pub fn summary() -> Summary {
-    let (sites, dropped_calls, dropped_ns) = with_table(|t| {
-        let mut order: Vec<&Site> = t.sites[..t.site_count].iter().collect();
-        order.sort_by_key(|s| std::cmp::Reverse(s.blocked_ns));
-        let sites = order
-            .into_iter()
-            .take(TOP_SITES)
-            .map(|s| t.call_site(s))
-            .collect();
-        (sites, t.dropped_calls, t.dropped_ns)
-    });
+    let (sites, dropped_calls, dropped_ns) =
+        with_table(|t| (t.top(), t.dropped_calls, t.dropped_ns));
     Summary {
         sites,
         captures: CAPTURES.load(Relaxed),
@@ -242,7 +265,7 @@ pub fn reset() {
     }
 }
 
-/// Fibonacci hashing of a word into `bits` bits.
+/// Fibonacci hashing of a word into one of `slots` slots.
 fn slot_of(value: u64, slots: usize) -> usize {
     (value.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % slots
 }
@@ -404,5 +427,35 @@ impl Table {
             max_ns: s.max_ns,
             frames,
         }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// A table of its own, off the stack (it is 170 KiB).
+    pub fn table() -> Box<Table> {
+        let mut t: Box<std::mem::MaybeUninit<Table>> = Box::new_uninit();
+        t.write(EMPTY_TABLE);
+        // SAFETY: just written.
+        unsafe { t.assume_init() }
+    }
+
+    /// Adds a one-frame call to `t`.
+    ///
+    /// # Safety
+    /// `frame`'s code object is alive in `layout`.
+    pub unsafe fn add_one(t: &mut Table, layout: &Layout, hook: usize, frame: RawFrame, ns: u64) {
+        // SAFETY: the caller's contract.
+        unsafe { t.add(layout, hook, None, &[frame], 1, ns) }
+    }
+
+    pub fn top(t: &Table) -> Vec<CallSite> {
+        t.top()
+    }
+
+    pub fn dropped(t: &Table) -> (u64, u64) {
+        (t.dropped_calls, t.dropped_ns)
     }
 }
