@@ -9,9 +9,9 @@
 
 use crate::profile::Profile;
 use gpuspy_format::callsites::{CallSite, Frame};
-use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -397,9 +397,11 @@ impl Profile {
             *clipped |= add_count(&mut mine.0, calls) | add_count(&mut mine.1, bytes);
         }
         for site in other.call_sites {
-            match self.call_sites.iter_mut().find(|s| {
-                (&s.api, s.cause, &s.frames) == (&site.api, site.cause, &site.frames)
-            }) {
+            match self
+                .call_sites
+                .iter_mut()
+                .find(|s| (&s.api, s.cause, &s.frames) == (&site.api, site.cause, &site.frames))
+            {
                 Some(mine) => {
                     *clipped |= add_count(&mut mine.calls, site.calls)
                         | add_count(&mut mine.blocked_ns, site.blocked_ns);
@@ -619,6 +621,7 @@ pub mod synthetic {
             copied_bytes: 0,
             unrecorded_calls: 0,
             gpu: None,
+            timeline: None,
         });
         Builder(p)
     }

@@ -70,7 +70,11 @@ fn assert_named(dump: &Value, step: &str) {
     }
     let c = &dump["call_sites"];
     assert_eq!(c["native_calls"], 1, "{c}");
-    assert!(c["sites"].as_array().unwrap().iter().all(|s| s["api"] != "cuCtxSynchronize"));
+    assert!(c["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["api"] != "cuCtxSynchronize"));
     assert_eq!(c["captures"], 3 * STEPS + 1);
     assert_eq!(c["dropped_calls"], 0);
 }
@@ -78,7 +82,10 @@ fn assert_named(dump: &Value, step: &str) {
 #[test]
 fn a_known_sync_copy_and_allocation_name_their_lines() {
     let (dump, report) = run_script(Path::new("python3"));
-    assert!(dump["call_sites"]["python"].as_str().unwrap().starts_with("3."));
+    assert!(dump["call_sites"]["python"]
+        .as_str()
+        .unwrap()
+        .starts_with("3."));
     assert_named(&dump, "Trainer.step");
     // The findings name the same lines, with the share of their blocked time.
     let findings = report["findings"].as_array().unwrap();
@@ -87,7 +94,10 @@ fn a_known_sync_copy_and_allocation_name_their_lines() {
         ("pageable-memcpy", "pageable copy"),
         ("alloc-churn", "alloc"),
     ] {
-        let f = findings.iter().find(|f| f["id"] == id).unwrap_or_else(|| panic!("{id}: {report}"));
+        let f = findings
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {report}"));
         let sites = f["call_sites"].as_array().unwrap();
         assert_eq!(sites.len(), 1, "{id}: {sites:?}");
         let s = &sites[0];

@@ -110,6 +110,74 @@ mod tests {
     }
 
     #[test]
+    fn the_finding_names_its_python_lines_by_the_innermost_user_frame() {
+        use gpuspy_format::callsites::{CallSite, Frame};
+        let frame = |file: &str, line| Frame {
+            file: file.into(),
+            line,
+            function: "step".into(),
+        };
+        let site = |api: &str, cause, calls, ms: u64, frames: Vec<Frame>| CallSite {
+            api: api.into(),
+            cause: Some(cause),
+            calls,
+            blocked_ns: ms * 1_000_000,
+            max_ns: 0,
+            frames,
+        };
+        let torch = "/venv/lib/python3.12/site-packages/torch/_tensor.py";
+        let mut p = run(1.0).sync(SyncCause::Explicit, 500, 500.0).build();
+        p.call_sites = vec![
+            // Two stacks through line 42 (one through torch): one line, summed.
+            site(
+                "cuStreamSynchronize",
+                SyncCause::Explicit,
+                300,
+                300,
+                vec![frame("/u/train.py", 42)],
+            ),
+            site(
+                "cuMemcpyDtoH_v2",
+                SyncCause::SyncCopy,
+                100,
+                100,
+                vec![frame(torch, 7), frame("/u/train.py", 42)],
+            ),
+            site(
+                "cuStreamSynchronize",
+                SyncCause::Explicit,
+                50,
+                50,
+                vec![frame("/u/eval.py", 9)],
+            ),
+            // Not a sync this rule counts.
+            site(
+                "cuMemcpyHtoDAsync_v2",
+                SyncCause::PageableAsyncCopy,
+                900,
+                900,
+                vec![frame("/u/data.py", 3)],
+            ),
+        ];
+        let Outcome::Found(f) = SyncStalled.check(&p) else {
+            panic!("no finding")
+        };
+        let named: Vec<(&str, u32, u64, u64)> = f
+            .call_sites
+            .iter()
+            .map(|s| (s.file.as_str(), s.line, s.calls, s.blocked_ns))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("/u/train.py", 42, 400, 400_000_000),
+                ("/u/eval.py", 9, 50, 50_000_000)
+            ]
+        );
+        assert!((f.call_sites[0].share - 0.8).abs() < 1e-9);
+    }
+
+    #[test]
     fn one_sync_at_the_end_of_gpu_work_is_not_a_stall() {
         let p = run(10.0).sync(SyncCause::Explicit, 2, 9000.0).build();
         assert!(matches!(SyncStalled.check(&p), Outcome::Clear));

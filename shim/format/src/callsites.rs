@@ -111,7 +111,10 @@ mod tests {
         ]);
         assert_eq!(s.user_frame().unwrap().file, "/home/u/train.py");
         let only_library = site(&["/x/site-packages/torch/a.py"]);
-        assert_eq!(only_library.user_frame().unwrap().file, "/x/site-packages/torch/a.py");
+        assert_eq!(
+            only_library.user_frame().unwrap().file,
+            "/x/site-packages/torch/a.py"
+        );
         assert_eq!(site(&[]).user_frame(), None);
     }
 }

@@ -31,7 +31,10 @@ impl Fixture {
     }
 
     fn get(&self, key: &str) -> usize {
-        *self.0.get(key).unwrap_or_else(|| panic!("no {key} in the fixture"))
+        *self
+            .0
+            .get(key)
+            .unwrap_or_else(|| panic!("no {key} in the fixture"))
     }
 }
 
@@ -102,8 +105,7 @@ fn expected_before_313(f: &Fixture, version: u32) -> Layout {
                     instr: f.get("_PyInterpreterFrame.prev_instr"),
                 },
                 // 3.11 has no frames owned by the C stack to skip.
-                frame_owner: (version >> 16 == 0x030c)
-                    .then(|| f.get("_PyInterpreterFrame.owner")),
+                frame_owner: (version >> 16 == 0x030c).then(|| f.get("_PyInterpreterFrame.owner")),
                 code_name: f.get("PyCodeObject.co_qualname"),
                 code_start: f.get("PyCodeObject.co_code_adaptive"),
                 ..base
@@ -120,18 +122,30 @@ fn debug_offsets(f: &Fixture, version: u32) -> Vec<u8> {
         blob[at..at + 8].copy_from_slice(&(value as u64).to_ne_bytes());
     };
     put("version", version as usize);
-    put("free_threaded", f.0.get("free_threaded").copied().unwrap_or(0));
+    put(
+        "free_threaded",
+        f.0.get("free_threaded").copied().unwrap_or(0),
+    );
     for (field, value) in [
         ("thread_state.current_frame", "PyThreadState.current_frame"),
         ("interpreter_frame.previous", "_PyInterpreterFrame.previous"),
-        ("interpreter_frame.executable", "_PyInterpreterFrame.f_executable"),
-        ("interpreter_frame.instr_ptr", "_PyInterpreterFrame.instr_ptr"),
+        (
+            "interpreter_frame.executable",
+            "_PyInterpreterFrame.f_executable",
+        ),
+        (
+            "interpreter_frame.instr_ptr",
+            "_PyInterpreterFrame.instr_ptr",
+        ),
         ("interpreter_frame.owner", "_PyInterpreterFrame.owner"),
         ("code_object.filename", "PyCodeObject.co_filename"),
         ("code_object.qualname", "PyCodeObject.co_qualname"),
         ("code_object.linetable", "PyCodeObject.co_linetable"),
         ("code_object.firstlineno", "PyCodeObject.co_firstlineno"),
-        ("code_object.co_code_adaptive", "PyCodeObject.co_code_adaptive"),
+        (
+            "code_object.co_code_adaptive",
+            "PyCodeObject.co_code_adaptive",
+        ),
         ("pyobject.ob_type", "PyObject.ob_type"),
         ("bytes_object.ob_size", "PyBytesObject.ob_base.ob_size"),
         ("bytes_object.ob_sval", "PyBytesObject.ob_sval"),
@@ -216,7 +230,11 @@ impl Memory {
             _ => 4,
         };
         let ascii = text.is_ascii();
-        let data = if ascii { l.str_ascii_data } else { l.str_compact_data };
+        let data = if ascii {
+            l.str_ascii_data
+        } else {
+            l.str_compact_data
+        };
         let s = self.alloc(data + kind * (chars.len() + 1));
         self.word(s + l.object_type, 0x5717);
         self.word(s + l.str_length, chars.len());
@@ -247,7 +265,14 @@ impl Memory {
     }
 
     /// A frame running `code` at byte `offset`, called from `previous`.
-    fn frame(&mut self, l: &Layout, code: usize, offset: usize, previous: usize, owner: u8) -> usize {
+    fn frame(
+        &mut self,
+        l: &Layout,
+        code: usize,
+        offset: usize,
+        previous: usize,
+        owner: u8,
+    ) -> usize {
         let frame = self.alloc(160);
         self.word(frame + l.frame_previous, previous);
         self.word(frame + l.frame_code, code);
@@ -311,10 +336,19 @@ fn walk_and_resolve(l: &Layout, hook: usize) -> Vec<Frame> {
     let mut raw = [RawFrame::default(); 4];
     // SAFETY: the memory holds a complete thread state in the layout `l`.
     let n = unsafe { walk::frames(l, CODE_TYPE, tstate, &mut raw) };
-    assert_eq!(&raw[..n], &[
-        RawFrame { code: inner, offset: 6 },
-        RawFrame { code: outer, offset: 4 }
-    ]);
+    assert_eq!(
+        &raw[..n],
+        &[
+            RawFrame {
+                code: inner,
+                offset: 6
+            },
+            RawFrame {
+                code: outer,
+                offset: 4
+            }
+        ]
+    );
     // SAFETY: as above; the objects outlive the call.
     unsafe { sites::add(l, hook, None, &raw[..n], 1, 5_000) };
     let summary = sites::summary();
@@ -418,7 +452,11 @@ fn a_code_object_freed_and_reused_gets_an_entry_of_its_own() {
     // SAFETY: the code object is complete in `m` (both times).
     unsafe { sites::tests::add_one(&mut t, &l, 0, frame, 300_000) };
     // Another code object at the same address: other strings, another line table.
-    let (file, name, table) = (m.str(&l, "/b.py"), m.str(&l, "g"), m.bytes(&l, &[0x80 | 13 << 3 | 7, 4]));
+    let (file, name, table) = (
+        m.str(&l, "/b.py"),
+        m.str(&l, "g"),
+        m.bytes(&l, &[0x80 | 13 << 3 | 7, 4]),
+    );
     m.word(code + l.code_filename, file);
     m.word(code + l.code_name, name);
     m.word(code + l.code_line_table, table);
@@ -433,7 +471,10 @@ fn a_code_object_freed_and_reused_gets_an_entry_of_its_own() {
         .collect();
     assert_eq!(
         named,
-        [("/a.py".into(), 11, "f".into()), ("/b.py".into(), 12, "g".into())]
+        [
+            ("/a.py".into(), 11, "f".into()),
+            ("/b.py".into(), 12, "g".into())
+        ]
     );
 }
 
@@ -446,7 +487,15 @@ fn a_full_table_keeps_the_top_sites_and_counts_the_rest_as_dropped() {
     // Each hook makes a site of its own: 256 fit.
     for hook in 0..257 {
         // SAFETY: the code object is complete in `m`.
-        unsafe { sites::tests::add_one(&mut t, &l, hook, RawFrame { code, offset: 0 }, 100_000 + hook as u64) };
+        unsafe {
+            sites::tests::add_one(
+                &mut t,
+                &l,
+                hook,
+                RawFrame { code, offset: 0 },
+                100_000 + hook as u64,
+            )
+        };
     }
     assert_eq!(sites::tests::dropped(&t), (1, 100_256));
     let top = sites::tests::top(&t);

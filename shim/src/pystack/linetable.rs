@@ -128,18 +128,28 @@ mod tests {
     fn locations_311_read_every_form() {
         let table = [
             // Short form (code 0), 1 unit, one column byte: line 5.
-            0x80, 0x00,
+            0x80,
+            0x00,
             // One-line form, +2 (code 12), 2 units, two column bytes: line 7.
-            0x80 | 12 << 3 | 1, 0x00, 0x04,
+            0x80 | 12 << 3 | 1,
+            0x00,
+            0x04,
             // No-column form (code 13), 1 unit, svarint -3 (7 = 3 << 1 | 1): line 4.
-            0x80 | 13 << 3, 0x07,
+            0x80 | 13 << 3,
+            0x07,
             // Long form (code 14), 3 units, svarint +70 (140 = 0b10_001100: two bytes),
             // then end line, column and end column varints: line 74.
-            0x80 | 14 << 3 | 2, 0x40 | 12, 2, 0, 1, 2,
+            0x80 | 14 << 3 | 2,
+            0x40 | 12,
+            2,
+            0,
+            1,
+            2,
             // No location (code 15), 1 unit.
             0x80 | 15 << 3,
             // Short form again: still line 74.
-            0x80 | 3 << 3, 0x10,
+            0x80 | 3 << 3,
+            0x10,
         ];
         let at = |unit: i64| line_at(Format::Locations311, &table, 5, unit * 2);
         assert_eq!(
@@ -162,6 +172,9 @@ mod tests {
     #[test]
     fn malformed_tables_give_no_line() {
         assert_eq!(line_at(Format::Locations311, &[0x00], 1, 0), None);
-        assert_eq!(line_at(Format::Locations311, &[0x80 | 13 << 3, 0x40], 1, 0), None);
+        assert_eq!(
+            line_at(Format::Locations311, &[0x80 | 13 << 3, 0x40], 1, 0),
+            None
+        );
     }
 }

@@ -71,7 +71,10 @@ enum Found {
     /// No CPython in the process.
     Absent,
     /// A CPython whose layout this shim does not know (`PY_VERSION_HEX`).
-    Refused { version: u32, why: Refusal },
+    Refused {
+        version: u32,
+        why: Refusal,
+    },
     Ready(Interpreter),
 }
 
@@ -139,9 +142,8 @@ fn find() -> Found {
             };
         }
         // SAFETY: `_PyRuntime` is far larger than the debug offsets it begins with.
-        let debug = unsafe {
-            std::slice::from_raw_parts(runtime as *const u8, layout::DEBUG_OFFSETS_SIZE)
-        };
+        let debug =
+            unsafe { std::slice::from_raw_parts(runtime as *const u8, layout::DEBUG_OFFSETS_SIZE) };
         layout::from_debug_offsets(debug, version)
     } else {
         layout::for_version(version).ok_or(Refusal::Version(version))
@@ -177,9 +179,11 @@ fn version_from_text(get_version: *mut c_void) -> u32 {
 }
 
 fn parse_version(text: &[u8]) -> u32 {
-    let mut parts = text
-        .split(|&b| b == b'.' || b == b' ')
-        .map(|p| p.iter().take_while(|b| b.is_ascii_digit()).fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')));
+    let mut parts = text.split(|&b| b == b'.' || b == b' ').map(|p| {
+        p.iter()
+            .take_while(|b| b.is_ascii_digit())
+            .fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'))
+    });
     let (major, minor, micro) = (
         parts.next().unwrap_or(0),
         parts.next().unwrap_or(0),

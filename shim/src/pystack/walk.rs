@@ -40,7 +40,12 @@ fn plausible(p: usize) -> bool {
 /// # Safety
 /// `tstate` must be the calling thread's own `PyThreadState` of an interpreter `layout`
 /// describes.
-pub unsafe fn frames(layout: &Layout, code_type: usize, tstate: usize, out: &mut [RawFrame]) -> usize {
+pub unsafe fn frames(
+    layout: &Layout,
+    code_type: usize,
+    tstate: usize,
+    out: &mut [RawFrame],
+) -> usize {
     // SAFETY (all reads below): the caller's contract, each pointer checked for null first.
     let mut frame = unsafe {
         match layout.chain {
@@ -128,7 +133,10 @@ pub unsafe fn bytes<'a>(layout: &Layout, bytes: usize) -> &'a [u8] {
     // SAFETY: the caller's contract.
     unsafe {
         let len = word(bytes + layout.bytes_size) as isize;
-        std::slice::from_raw_parts((bytes + layout.bytes_data) as *const u8, len.max(0) as usize)
+        std::slice::from_raw_parts(
+            (bytes + layout.bytes_data) as *const u8,
+            len.max(0) as usize,
+        )
     }
 }
 
@@ -145,7 +153,12 @@ pub unsafe fn text(layout: &Layout, s: usize, mut put: impl FnMut(char)) {
         return put('?');
     }
     // SAFETY: the caller's contract.
-    let (state, length) = unsafe { (*((s + layout.str_state) as *const u32), word(s + layout.str_length)) };
+    let (state, length) = unsafe {
+        (
+            *((s + layout.str_state) as *const u32),
+            word(s + layout.str_length),
+        )
+    };
     let (kind, compact, ascii) = ((state >> 2) & 7, state >> 5 & 1 == 1, state >> 6 & 1 == 1);
     if !compact {
         return put('?');
