@@ -46,7 +46,7 @@ pub const MAX_FRAMES: usize = 16;
 /// After a successful call: captures its Python call site if it is one that counts.
 #[inline(always)]
 pub fn after_call(block: &ThreadStats, cell: &ApiCell, effect: &Effect, ns: u64) {
-    if effect.may_block_host() && (ns >= THRESHOLD_NS || ns % SAMPLE_EVERY == 0) {
+    if effect.may_block_host() && (ns >= THRESHOLD_NS || ns.is_multiple_of(SAMPLE_EVERY)) {
         capture(hook_of(block, cell), effect.sync_cause(), ns);
     }
 }

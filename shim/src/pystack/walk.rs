@@ -30,7 +30,7 @@ unsafe fn int(addr: usize) -> i32 {
 
 /// Whether `p` may point to an object: not null, 8-byte aligned.
 fn plausible(p: usize) -> bool {
-    p != 0 && p % 8 == 0
+    p != 0 && p.is_multiple_of(8)
 }
 
 /// Fills `out` with the innermost frames of thread state `tstate`, innermost first, and
