@@ -165,6 +165,8 @@ mod debug_313 {
 /// Why a `_Py_DebugOffsets` was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
+    /// No `_PyRuntime` symbol to read the debug offsets from.
+    NoRuntime,
     /// The cookie is not `xdebugpy`.
     Cookie,
     /// A version whose struct this shim does not know (the version in the struct).

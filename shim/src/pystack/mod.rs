@@ -38,7 +38,8 @@ use std::sync::OnceLock;
 pub const THRESHOLD_NS: u64 = 100_000;
 /// Of the shorter calls, one in this many is captured and stands for this many. The pick
 /// is the low bits of the measured duration, which timing jitter spreads evenly: no
-/// counter to keep per thread.
+/// counter to keep per thread. (A clock coarser than 1 ns, as `GPUSPY_CLOCK=monotonic` may
+/// be on some hosts, samples fewer.)
 pub const SAMPLE_EVERY: u64 = 1024;
 /// Frames kept per stack, innermost first.
 pub const MAX_FRAMES: usize = 16;
@@ -138,7 +139,7 @@ fn find() -> Found {
         if runtime.is_null() {
             return Found::Refused {
                 version,
-                why: Refusal::Cookie,
+                why: Refusal::NoRuntime,
             };
         }
         // SAFETY: `_PyRuntime` is far larger than the debug offsets it begins with.
@@ -219,6 +220,9 @@ pub fn snapshot() -> Option<CallSites> {
             let note = match why {
                 Refusal::Version(_) => format!(
                     "Python {v}: no frame layout known for this version; call sites not captured"
+                ),
+                Refusal::NoRuntime => format!(
+                    "Python {v}: no _PyRuntime symbol to read the frame layout from; call sites not captured"
                 ),
                 Refusal::Cookie => format!(
                     "Python {v}: _PyRuntime does not begin with the \"xdebugpy\" debug offsets; call sites not captured"
