@@ -8,8 +8,10 @@
 //! data alone, where GPU-side data would settle the question, are marked `heuristic`.
 
 use crate::profile::Profile;
+use gpuspy_format::callsites::{CallSite, Frame};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -70,7 +72,26 @@ pub struct Finding {
     pub fix: &'static str,
     /// Drawn from host-side data where GPU-side data would settle it.
     pub heuristic: bool,
+    /// The Python lines that made the calls behind the finding, most blocked time first
+    /// (empty without Python or without captured calls).
+    pub call_sites: Vec<SiteShare>,
 }
+
+/// One Python line's part in a finding: the captured calls whose innermost user frame it
+/// is (estimates where sampled calls contribute; see docs/dump-format.md).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SiteShare {
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+    pub calls: u64,
+    pub blocked_ns: u64,
+    /// Of the finding's whole blocked time (its syncs, copies or allocations).
+    pub share: f64,
+}
+
+/// Lines a finding names.
+const SITES_PER_FINDING: usize = 5;
 
 impl Finding {
     /// A finding whose severity follows from its impact.
@@ -88,11 +109,47 @@ impl Finding {
             evidence: Map::new(),
             fix,
             heuristic: false,
+            call_sites: Vec::new(),
         }
     }
 
     pub fn evidence(mut self, key: &str, value: impl Into<Value>) -> Finding {
         self.evidence.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Names the Python lines behind the profile's captured calls that `behind` picks,
+    /// grouped by their innermost user frame, each with its share of `blocked_ns`, the
+    /// finding's whole blocked time (captured or not).
+    pub fn call_sites(
+        mut self,
+        p: &Profile,
+        blocked_ns: u64,
+        behind: impl Fn(&CallSite) -> bool,
+    ) -> Finding {
+        let mut lines: BTreeMap<&Frame, (u64, u64)> = BTreeMap::new();
+        for site in p.call_sites.iter().filter(|s| behind(s)) {
+            if let Some(frame) = site.user_frame() {
+                let (calls, ns) = lines.entry(frame).or_default();
+                *calls = calls.saturating_add(site.calls);
+                *ns = ns.saturating_add(site.blocked_ns);
+            }
+        }
+        let mut shares: Vec<SiteShare> = lines
+            .into_iter()
+            .map(|(f, (calls, ns))| SiteShare {
+                file: f.file.clone(),
+                line: f.line,
+                function: f.function.clone(),
+                calls,
+                blocked_ns: ns,
+                // Sampled calls make the sites' time an estimate: it may overshoot.
+                share: (ns as f64 / blocked_ns.max(1) as f64).min(1.0),
+            })
+            .collect();
+        shares.sort_by_key(|s| std::cmp::Reverse(s.blocked_ns));
+        shares.truncate(SITES_PER_FINDING);
+        self.call_sites = shares;
         self
     }
 

@@ -2,6 +2,7 @@
 //! exact variants, implicit syncs, copies, and the processes they came from. `load` builds
 //! it; it holds measurements only (judgements are made in `analyse`).
 
+use gpuspy_format::callsites::CallSite;
 use gpuspy_format::gpu::{Activity, Device, Gpu};
 use gpuspy_format::hist::{add_count, Histogram};
 use gpuspy_format::{base_name, redact_cmdline, Direction, Dump, Ending, HostKind, SyncCause};
@@ -235,6 +236,9 @@ pub struct Profile {
     /// A merged count reached u64::MAX and stopped there instead of wrapping around: the
     /// figures that show it are lower bounds, and the report says so.
     pub saturated: bool,
+    /// Python call sites of the calls that blocked the host, over all processes: a site
+    /// seen by several processes (the same function, cause and stack) is summed.
+    pub call_sites: Vec<CallSite>,
 }
 
 impl Profile {
@@ -301,6 +305,7 @@ impl Profile {
                 | add_count(&mut copied, c.bytes);
         }
         p.unwrapped = d.unwrapped_symbols;
+        p.call_sites = d.call_sites.map(|c| c.sites).unwrap_or_default();
         if let Some(n) = &d.nccl {
             for o in &n.ops {
                 let cell = p
@@ -393,6 +398,20 @@ impl Profile {
         for (key, (calls, bytes)) in other.copies {
             let mine = self.copies.entry(key).or_default();
             *clipped |= add_count(&mut mine.0, calls) | add_count(&mut mine.1, bytes);
+        }
+        for site in other.call_sites {
+            match self
+                .call_sites
+                .iter_mut()
+                .find(|s| (&s.api, s.cause, &s.frames) == (&site.api, site.cause, &site.frames))
+            {
+                Some(mine) => {
+                    *clipped |= add_count(&mut mine.calls, site.calls)
+                        | add_count(&mut mine.blocked_ns, site.blocked_ns);
+                    mine.max_ns = mine.max_ns.max(site.max_ns);
+                }
+                None => self.call_sites.push(site),
+            }
         }
         self.unwrapped.extend(other.unwrapped);
         self.unwrapped.sort();

@@ -2,7 +2,7 @@
 //! figure shown is in the report (and so in `--json`), this file only chooses units and
 //! layout (`numbers` below checks that).
 
-use crate::diagnose::Severity;
+use crate::diagnose::{Finding, Severity};
 use crate::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
 use gpuspy_format::Ending;
 use std::fmt::Write;
@@ -148,6 +148,7 @@ fn diagnosis(out: &mut String, r: &Report) {
                 f.impact * 100.0,
                 f.fix
             );
+            call_sites(out, f, "  ");
         }
         None => {
             let _ = match r.gpu_busy_share {
@@ -185,6 +186,7 @@ fn diagnosis(out: &mut String, r: &Report) {
                 f.summary,
                 f.impact * 100.0
             );
+            call_sites(out, f, "      ");
         }
         // One line per missing source: "? a, b: needs NVML telemetry".
         let mut reasons: Vec<&str> = Vec::new();
@@ -202,6 +204,26 @@ fn diagnosis(out: &mut String, r: &Report) {
                 .collect();
             let _ = writeln!(out, "    ? {}: {why}", ids.join(", "));
         }
+    }
+}
+
+/// Python lines shown per finding; the rest are in `--json`.
+const CALL_SITES_SHOWN: usize = 3;
+
+/// "sync-stalled: 96 % of the blocked time at train.py:42 in step() (30 calls)", per line
+/// of Python behind the finding.
+fn call_sites(out: &mut String, f: &Finding, indent: &str) {
+    for site in f.call_sites.iter().take(CALL_SITES_SHOWN) {
+        let file = site.file.rsplit('/').next().unwrap_or(&site.file);
+        let _ = writeln!(
+            out,
+            "{indent}{}: {:.0} % of the blocked time at {file}:{} in {}() ({} calls)",
+            f.id,
+            site.share * 100.0,
+            site.line,
+            site.function,
+            site.calls
+        );
     }
 }
 

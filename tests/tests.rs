@@ -5,6 +5,8 @@
 #[allow(dead_code)]
 mod support;
 
+/// Python call sites of blocking calls, through ctypes, on every interpreter here.
+mod callsites;
 /// The CLI on bad input, `gpuspy run`, and checked-in dumps.
 mod cli;
 /// The verdict on simulated runs with a known problem.

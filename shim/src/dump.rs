@@ -131,6 +131,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         nccl: crate::nccl::snapshot(),
         gpu: crate::gpu::snapshot(),
         timeline: None,
+        call_sites: crate::pystack::snapshot(),
     }
 }
 

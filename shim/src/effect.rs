@@ -68,6 +68,22 @@ impl Effect {
         }
     }
 
+    /// Whether the call can hold the host up: a sync, a copy, an allocation or a free
+    /// (not a launch, not a start-up call). Those get their Python call site captured.
+    #[inline(always)]
+    pub fn may_block_host(&self) -> bool {
+        matches!(
+            self,
+            Effect::Sync
+                | Effect::Release { .. }
+                | Effect::Copy { .. }
+                | Effect::Bytes(_)
+                | Effect::PinnedAlloc { .. }
+                | Effect::PinnedRegister { .. }
+                | Effect::ManagedAlloc { .. }
+        )
+    }
+
     /// Updates the host-memory table after the driver succeeded.
     #[inline(always)]
     pub fn track_host_memory(&self) {
@@ -370,6 +386,20 @@ mod tests {
         assert_eq!(device.sync_cause(), None);
         assert_eq!(Effect::Sync.sync_cause(), Some(SyncCause::Explicit));
         assert_eq!(release(1).sync_cause(), Some(SyncCause::Free));
+    }
+
+    #[test]
+    fn launches_and_start_up_calls_never_block_the_host() {
+        let blocking = [
+            Effect::Sync,
+            release(1),
+            copy(Direction::DtoD, std::ptr::null_mut(), 1, Mode::Async),
+            Effect::Bytes(1),
+            pinned_alloc(std::ptr::null_mut(), 1),
+        ];
+        assert!(blocking.iter().all(Effect::may_block_host));
+        let not = [Effect::None, Effect::DriverReady, Effect::UsesDevice(0)];
+        assert!(!not.iter().any(Effect::may_block_host));
     }
 
     #[test]

@@ -38,6 +38,7 @@ mod hostmem;
 mod launch;
 mod lifecycle;
 mod nccl;
+mod pystack;
 mod record;
 mod resolve;
 mod signals;

@@ -181,6 +181,7 @@ extern "C" fn on_fork_child() {
     record::reset_arena();
     unwrapped::reset();
     crate::nccl::reset();
+    crate::pystack::reset();
     crate::gpu::on_fork_child();
 }
 

@@ -417,6 +417,7 @@ fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, ns: u64) {
     }
     effect.track_host_memory();
     effect.notify_gpu();
+    crate::pystack::after_call(block, cell, effect, ns);
 }
 
 impl Series {

@@ -1,6 +1,6 @@
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::profile::Profile;
-use gpuspy_format::SyncCause;
+use gpuspy_format::{base_name, SyncCause};
 
 /// Device or pinned memory allocated and freed over and over.
 pub struct AllocChurn;
@@ -80,7 +80,11 @@ and reuse them, or use `cudaMallocAsync` pools."
             .evidence("calls_per_s", (per_s * 10.0).round() / 10.0)
             .evidence("alloc_ms", ms(alloc_ns))
             .evidence("free_ms", ms(free_ns))
-            .evidence("free_syncs", free_syncs),
+            .evidence("free_syncs", free_syncs)
+            .call_sites(p, alloc_ns + free_ns, |s| {
+                let api = base_name(&s.api);
+                ALLOCS.contains(&api) || FREES.contains(&api)
+            }),
         )
     }
 }

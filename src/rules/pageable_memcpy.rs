@@ -61,7 +61,8 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
             .evidence("htod_pageable_copies", h2d_calls)
             .evidence("htod_pageable_bytes", h2d_bytes)
             .evidence("dtoh_pageable_copies", d2h_calls)
-            .evidence("dtoh_pageable_bytes", d2h_bytes),
+            .evidence("dtoh_pageable_bytes", d2h_bytes)
+            .call_sites(p, s.total_ns, |site| site.cause == Some(SyncCause::PageableAsyncCopy)),
         )
     }
 }

@@ -79,7 +79,8 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
             .evidence("steady_ms", ms(steady))
             .evidence("dtoh_copy_then_sync_pairs", item_like)
             .evidence("dtoh_copies_to_pinned", small_dtoh)
-            .evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN));
+            .evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN))
+            .call_sites(p, blocked, |s| s.cause.is_some_and(|c| causes.contains(&c)));
         Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
     }
 }
@@ -106,6 +107,74 @@ mod tests {
         assert_eq!(f.evidence["sync_calls"], 500);
         assert_eq!(f.evidence["dtoh_copy_then_sync_pairs"], 500);
         assert!(f.heuristic);
+    }
+
+    #[test]
+    fn the_finding_names_its_python_lines_by_the_innermost_user_frame() {
+        use gpuspy_format::callsites::{CallSite, Frame};
+        let frame = |file: &str, line| Frame {
+            file: file.into(),
+            line,
+            function: "step".into(),
+        };
+        let site = |api: &str, cause, calls, ms: u64, frames: Vec<Frame>| CallSite {
+            api: api.into(),
+            cause: Some(cause),
+            calls,
+            blocked_ns: ms * 1_000_000,
+            max_ns: 0,
+            frames,
+        };
+        let torch = "/venv/lib/python3.12/site-packages/torch/_tensor.py";
+        let mut p = run(1.0).sync(SyncCause::Explicit, 500, 500.0).build();
+        p.call_sites = vec![
+            // Two stacks through line 42 (one through torch): one line, summed.
+            site(
+                "cuStreamSynchronize",
+                SyncCause::Explicit,
+                300,
+                300,
+                vec![frame("/u/train.py", 42)],
+            ),
+            site(
+                "cuMemcpyDtoH_v2",
+                SyncCause::SyncCopy,
+                100,
+                100,
+                vec![frame(torch, 7), frame("/u/train.py", 42)],
+            ),
+            site(
+                "cuStreamSynchronize",
+                SyncCause::Explicit,
+                50,
+                50,
+                vec![frame("/u/eval.py", 9)],
+            ),
+            // Not a sync this rule counts.
+            site(
+                "cuMemcpyHtoDAsync_v2",
+                SyncCause::PageableAsyncCopy,
+                900,
+                900,
+                vec![frame("/u/data.py", 3)],
+            ),
+        ];
+        let Outcome::Found(f) = SyncStalled.check(&p) else {
+            panic!("no finding")
+        };
+        let named: Vec<(&str, u32, u64, u64)> = f
+            .call_sites
+            .iter()
+            .map(|s| (s.file.as_str(), s.line, s.calls, s.blocked_ns))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("/u/train.py", 42, 400, 400_000_000),
+                ("/u/eval.py", 9, 50, 50_000_000)
+            ]
+        );
+        assert!((f.call_sites[0].share - 0.8).abs() < 1e-9);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 pub const SCHEMA_NAME: &str = "gpuspy-dump";
 
 pub mod apis;
+pub mod callsites;
 pub mod gpu;
 pub mod hist;
 pub mod timeline;
@@ -66,6 +67,10 @@ pub struct Dump {
     /// The time axis (schema 2 on); None in older dumps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<timeline::Timeline>,
+    /// Python call sites of the calls that blocked the host (schema 2 on); None where the
+    /// process has no Python or never made such a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_sites: Option<callsites::CallSites>,
 }
 
 /// What the process asked NCCL to do: host-side enqueue, not GPU time.
