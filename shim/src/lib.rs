@@ -30,7 +30,9 @@ mod config;
 mod doors;
 mod dump;
 mod effect;
+mod events;
 mod exec;
+mod forklock;
 mod gpu;
 mod hooks;
 mod hostmem;
@@ -40,6 +42,7 @@ mod nccl;
 mod record;
 mod resolve;
 mod signals;
+mod timeline;
 mod tls;
 mod unwrapped;
 

@@ -351,6 +351,15 @@ fn sample(nvml: &Nvml, handles: &BTreeMap<u32, usize>, pid: u32, with_processes:
     }
 }
 
+/// The GPU side of the dump's timeline: the collector's window width and one table per
+/// device, windows counted from `origin_unix_ns`. The GPU collector fills it (CUPTI
+/// activity per window, idle gaps and their causes); until then there is none.
+pub fn timeline_devices(
+    _origin_unix_ns: u64,
+) -> (u64, Vec<gpuspy_format::timeline::DeviceWindows>) {
+    (gpuspy_format::timeline::FIRST_WINDOW_NS, Vec::new())
+}
+
 /// The GPU section of a dump; None when collection never started in this process.
 pub fn snapshot() -> Option<Gpu> {
     if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
