@@ -107,6 +107,22 @@ impl Totals {
         }
     }
 
+    fn add(&mut self, other: &Totals) {
+        self.calls += other.calls;
+        self.launches += other.launches;
+        self.driver_ns += other.driver_ns;
+        self.launch_ns += other.launch_ns;
+        self.module_ns += other.module_ns;
+        self.init_ns += other.init_ns;
+        self.allocs += other.allocs;
+        self.frees += other.frees;
+        let blocked = self.blocked_ns.iter_mut().zip(&other.blocked_ns);
+        let copies = self.copy_bytes.iter_mut().flatten();
+        for (a, b) in blocked.chain(copies.zip(other.copy_bytes.iter().flatten())) {
+            *a += b;
+        }
+    }
+
     /// The same quantities from a dump's records.
     fn of_dump(d: &Dump) -> Totals {
         let mut t = Totals::default();
@@ -132,14 +148,25 @@ struct HookSeen {
 }
 
 impl HookSeen {
-    fn refresh(&mut self, s: &Series) {
+    /// Reads the hook again; returns the calls and ns added since the last read.
+    fn refresh(&mut self, s: &Series) -> (u64, u64) {
         let total_ns = s.total_ns.load(Relaxed);
         let zero_ns_calls = s.hist[0].load(Relaxed);
         // A call adds to total_ns, or (0 ns) to bucket 0: either way one of them moved.
-        if (total_ns, zero_ns_calls) != (self.total_ns, self.zero_ns_calls) {
-            self.calls = s.hist.iter().map(|b| b.load(Relaxed)).sum();
-            (self.total_ns, self.zero_ns_calls) = (total_ns, zero_ns_calls);
+        if (total_ns, zero_ns_calls) == (self.total_ns, self.zero_ns_calls) {
+            return (0, 0);
         }
+        let calls: u64 = s.hist.iter().map(|b| b.load(Relaxed)).sum();
+        let added = (
+            calls.saturating_sub(self.calls),
+            total_ns.saturating_sub(self.total_ns),
+        );
+        *self = HookSeen {
+            total_ns,
+            zero_ns_calls,
+            calls,
+        };
+        added
     }
 }
 
@@ -147,6 +174,8 @@ impl HookSeen {
 struct BlockSeen {
     retired: u32,
     hooks: Vec<HookSeen>,
+    /// The block's hook counters as last read, summed by family.
+    totals: Totals,
 }
 
 pub struct Table {
@@ -204,17 +233,21 @@ impl Table {
                 *seen = BlockSeen {
                     retired,
                     hooks: vec![HookSeen::default(); HOOK_COUNT],
+                    totals: Totals::default(),
                 };
             }
+            // Every call writes its hook's total_ns: a hook whose page of it was never
+            // written was never called.
             let written = Written::of(block);
             for ((cell, hook), &family) in
                 block.apis.iter().zip(&mut seen.hooks).zip(&self.families)
             {
-                if written.holds(cell) {
-                    hook.refresh(&cell.series);
+                if written.holds(&cell.series.total_ns) {
+                    let (calls, ns) = hook.refresh(&cell.series);
+                    seen.totals.add_calls(family, calls, ns);
                 }
-                t.add_calls(family, hook.calls, hook.total_ns);
             }
+            t.add(&seen.totals);
             for (sum, series) in t.blocked_ns.iter_mut().zip(&block.syncs) {
                 *sum += series.total_ns.load(Relaxed);
             }
@@ -556,6 +589,96 @@ mod tests {
         assert!(fitted > MAX_JSON_BYTES / 4, "{fitted} bytes");
         assert_eq!(timeline.host.calls.iter().sum::<u64>(), t.filed.calls);
         assert_eq!(timeline.host.copy_bytes.len(), DIRECTIONS * HOST_KINDS);
+    }
+
+    /// A measurement, not a check (bench/timeline-snapshot.sh runs it): the CPU time of one
+    /// window's snapshot (summing the blocks, filing the window) and of one read of the
+    /// event rings, with 1, 8 and 64 threads calling six kinds of call all along.
+    #[test]
+    #[ignore]
+    fn snapshot_cost() {
+        use crate::hooks::{exports, Hook};
+        use std::ffi::c_void;
+        use std::sync::atomic::{AtomicBool, AtomicUsize};
+        use std::sync::Arc;
+        extern "C" fn ok(_: *mut c_void) -> u32 {
+            0
+        }
+        let hooks = [
+            Hook::cuStreamSynchronize,
+            Hook::cuStreamSynchronize_ptsz,
+            Hook::cuEventSynchronize,
+            Hook::cuStreamQuery,
+            Hook::cuStreamQuery_ptsz,
+            Hook::cuEventQuery,
+        ];
+        for h in hooks {
+            crate::resolve::inject_real(h, ok as *mut c_void);
+        }
+        let cpu_ns = || {
+            let mut t = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: t is a valid timespec.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+            t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+        };
+        let mut table = Table::default();
+        for threads in [1usize, 8, 64] {
+            let stop = Arc::new(AtomicBool::new(false));
+            let started = Arc::new(AtomicUsize::new(0));
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (stop, started) = (stop.clone(), started.clone());
+                    std::thread::spawn(move || {
+                        let null = std::ptr::null_mut();
+                        let mut first = true;
+                        while !stop.load(Relaxed) {
+                            // SAFETY: the injected stub ignores its argument.
+                            unsafe {
+                                exports::cuStreamSynchronize(null);
+                                exports::cuStreamSynchronize_ptsz(null);
+                                exports::cuEventSynchronize(null);
+                                exports::cuStreamQuery(null);
+                                exports::cuStreamQuery_ptsz(null);
+                                exports::cuEventQuery(null);
+                            }
+                            if std::mem::take(&mut first) {
+                                started.fetch_add(1, Relaxed);
+                            }
+                            std::thread::sleep(std::time::Duration::from_micros(200));
+                        }
+                    })
+                })
+                .collect();
+            while started.load(Relaxed) < threads {
+                std::thread::yield_now();
+            }
+            let (mut snapshot, mut drain) = (Vec::new(), Vec::new());
+            for i in 0..200 {
+                let t0 = cpu_ns();
+                let totals = record::with_blocks(|blocks| table.sum_blocks(blocks));
+                table.file(clock::unix_ns() + i * FIRST_WINDOW_NS, totals);
+                let t1 = cpu_ns();
+                crate::events::drain();
+                drain.push(cpu_ns() - t1);
+                snapshot.push(t1 - t0);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            stop.store(true, Relaxed);
+            workers.into_iter().for_each(|w| w.join().unwrap());
+            // Medians: on a loaded machine the means are mostly other processes' doing.
+            let median = |v: &mut Vec<u64>| {
+                v.sort_unstable();
+                v[v.len() / 2] as f64 / 1e3
+            };
+            println!(
+                "{threads} threads: snapshot {:.1} us, ring read {:.1} us per tick (CPU, median)",
+                median(&mut snapshot),
+                median(&mut drain)
+            );
+        }
     }
 
     #[test]
