@@ -116,6 +116,8 @@ pub struct ProcessInfo {
     /// What the GPU itself reported to this process (NVML, CUPTI), if the shim collected it.
     pub gpu: Option<Box<Gpu>>,
     /// The time axis of the latest image (dumps of schema 2 on).
+    // Read by the phases and views of issue 13 (CLI side), not merged yet.
+    #[allow(dead_code)]
     pub timeline: Option<Box<gpuspy_format::timeline::Timeline>>,
 }
 
@@ -602,6 +604,7 @@ pub mod synthetic {
             copied_bytes: 0,
             unrecorded_calls: 0,
             gpu: None,
+            timeline: None,
         });
         Builder(p)
     }
