@@ -612,6 +612,8 @@ mod tests {
             Hook::cuStreamQuery_ptsz,
             Hook::cuEventQuery,
         ];
+        let out = std::env::temp_dir().join(format!("gpuspy-snapshot-{}", std::process::id()));
+        std::env::set_var("GPUSPY_OUT", &out);
         for h in hooks {
             crate::resolve::inject_real(h, ok as *mut c_void);
         }
@@ -679,6 +681,7 @@ mod tests {
                 median(&mut drain)
             );
         }
+        let _ = std::fs::remove_dir_all(out);
     }
 
     #[test]
