@@ -35,6 +35,9 @@ mod ranks;
 mod recording;
 /// `gpuspy run` itself: the preload path, signals, shared and unusable dump directories.
 mod run;
+/// The time axis of a dump: host windows that sum to the totals, blocking events, calls in
+/// progress at a signal.
+mod timeline;
 /// The pip wheel's contract: the shim's glibc needs within the wheel's manylinux tag, the
 /// installed layout's shim lookup, `--version`.
 mod wheel;

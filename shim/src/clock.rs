@@ -57,6 +57,51 @@ pub fn ticks_to_ns(ticks: u64, ns_per_tick_q32: u64) -> u64 {
     ((u128::from(ticks) * u128::from(ns_per_tick_q32)) >> 32) as u64
 }
 
+/// A reading of the active clock taken together with `CLOCK_REALTIME`: converts the
+/// recorder's ticks near it to Unix ns. Taken afresh at every use (the timeline's ticks, at
+/// most 100 ms apart), so the 2 ms TSC calibration's error and NTP's slewing stay small
+/// over the distance it spans (docs/dump-format.md, "Clocks").
+#[derive(Clone, Copy)]
+pub struct Anchor {
+    ticks: u64,
+    unix_ns: u64,
+    ns_per_tick_q32: u64,
+}
+
+impl Anchor {
+    pub fn now() -> Anchor {
+        let source = chosen();
+        let before = source.ticks();
+        let unix_ns = unix_ns();
+        let after = source.ticks();
+        Anchor {
+            ticks: before + after.saturating_sub(before) / 2,
+            unix_ns,
+            ns_per_tick_q32: ns_per_tick_q32(),
+        }
+    }
+
+    /// When the anchor was taken, in Unix ns.
+    pub fn unix_now(&self) -> u64 {
+        self.unix_ns
+    }
+
+    /// Unix ns of a tick of the active clock.
+    pub fn unix_ns(&self, ticks: u64) -> u64 {
+        if ticks <= self.ticks {
+            let back = ticks_to_ns(self.ticks - ticks, self.ns_per_tick_q32);
+            self.unix_ns.saturating_sub(back)
+        } else {
+            self.unix_ns + ticks_to_ns(ticks - self.ticks, self.ns_per_tick_q32)
+        }
+    }
+
+    /// Nanoseconds between two ticks.
+    pub fn ns_between(&self, start: u64, end: u64) -> u64 {
+        ticks_to_ns(end.saturating_sub(start), self.ns_per_tick_q32)
+    }
+}
+
 pub fn monotonic_ns() -> u64 {
     read_clock(libc::CLOCK_MONOTONIC)
 }

@@ -89,6 +89,8 @@ pub struct Times {
 
 /// Builds the dump from the live arena.
 pub fn snapshot(times: Times, complete: bool) -> Dump {
+    // Held across the read, so that the timeline's last window closes on these totals.
+    let table = crate::timeline::lock();
     let (apis, syncs, copies) = record::with_blocks(|blocks| {
         (
             api_records(blocks),
@@ -98,7 +100,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
     });
     let driver_ns = apis.iter().map(|a| a.total_ns).sum();
     let identity = IDENTITY.get();
-    Dump {
+    let mut dump = Dump {
         schema: SCHEMA_NAME.into(),
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -132,7 +134,9 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         gpu: crate::gpu::snapshot(),
         timeline: None,
         call_sites: crate::pystack::snapshot(),
-    }
+    };
+    dump.timeline = crate::timeline::assemble(table, &dump);
+    dump
 }
 
 fn api_records(blocks: &[ThreadStats]) -> Vec<ApiRecord> {

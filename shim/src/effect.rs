@@ -3,6 +3,7 @@
 //! no allocation) and applied by the recorder after a successful return.
 
 use crate::hostmem;
+use gpuspy_format::timeline::HostEventKind;
 use gpuspy_format::{Direction, HostKind, SyncCause};
 use std::ffi::{c_int, c_void};
 
@@ -17,8 +18,12 @@ pub enum Effect {
     None,
     /// An explicit wait for the GPU.
     Sync,
-    /// Bytes named by the call (memset, allocation, mapping, prefetch).
+    /// Bytes named by the call (memset, mapping, prefetch).
     Bytes(u64),
+    /// Device memory allocated (`cuMemAlloc*`, `cuMemCreate`), this many bytes.
+    DeviceAlloc(u64),
+    /// Device memory given back without a device-wide sync (`cuMemFreeAsync`, `cuMemRelease`).
+    DeviceFree,
     Copy {
         dir: Direction,
         host: HostKind,
@@ -78,10 +83,26 @@ impl Effect {
                 | Effect::Release { .. }
                 | Effect::Copy { .. }
                 | Effect::Bytes(_)
+                | Effect::DeviceAlloc(_)
+                | Effect::DeviceFree
                 | Effect::PinnedAlloc { .. }
                 | Effect::PinnedRegister { .. }
                 | Effect::ManagedAlloc { .. }
         )
+    }
+
+    /// What kind of blocking host event the call is, if it is one: the timeline keeps
+    /// these with their start and end (`events.rs`).
+    #[inline(always)]
+    pub fn blocking_kind(&self) -> Option<HostEventKind> {
+        match *self {
+            Effect::DeviceAlloc(_)
+            | Effect::DeviceFree
+            | Effect::PinnedAlloc { .. }
+            | Effect::PinnedRegister { .. }
+            | Effect::ManagedAlloc { .. } => Some(HostEventKind::Alloc),
+            _ => self.sync_cause().map(HostEventKind::Sync),
+        }
     }
 
     /// Updates the host-memory table after the driver succeeded.
@@ -115,7 +136,7 @@ impl Effect {
 
     pub fn bytes(&self) -> u64 {
         match *self {
-            Effect::Bytes(b) => b,
+            Effect::Bytes(b) | Effect::DeviceAlloc(b) => b,
             Effect::Copy { bytes, .. } => bytes,
             Effect::PinnedAlloc { bytes, .. }
             | Effect::PinnedRegister { bytes, .. }
@@ -396,10 +417,41 @@ mod tests {
             copy(Direction::DtoD, std::ptr::null_mut(), 1, Mode::Async),
             Effect::Bytes(1),
             pinned_alloc(std::ptr::null_mut(), 1),
+            Effect::DeviceAlloc(1),
+            Effect::DeviceFree,
         ];
         assert!(blocking.iter().all(Effect::may_block_host));
         let not = [Effect::None, Effect::DriverReady, Effect::UsesDevice(0)];
         assert!(!not.iter().any(Effect::may_block_host));
+    }
+
+    #[test]
+    fn blocking_kinds() {
+        let pageable = copy(Direction::DtoH, 0x5 as *mut c_void, 1, Mode::Blocking);
+        assert_eq!(
+            pageable.blocking_kind(),
+            Some(HostEventKind::Sync(SyncCause::SyncCopy))
+        );
+        assert_eq!(
+            release(1).blocking_kind(),
+            Some(HostEventKind::Sync(SyncCause::Free))
+        );
+        assert_eq!(
+            Effect::DeviceAlloc(4).blocking_kind(),
+            Some(HostEventKind::Alloc)
+        );
+        assert_eq!(
+            Effect::DeviceFree.blocking_kind(),
+            Some(HostEventKind::Alloc)
+        );
+        assert_eq!(
+            pinned_alloc(std::ptr::null_mut(), 1).blocking_kind(),
+            Some(HostEventKind::Alloc)
+        );
+        let device = copy(Direction::DtoD, std::ptr::null_mut(), 1, Mode::Async);
+        assert_eq!(device.blocking_kind(), None);
+        assert_eq!(Effect::Bytes(8).blocking_kind(), None);
+        assert_eq!(Effect::None.blocking_kind(), None);
     }
 
     #[test]

@@ -1,13 +1,393 @@
-//! STUB, replaced at merge by the host-side engineer's `events.rs` (the per-thread history
-//! of blocking host calls). Only the signature below is the contract the GPU side relies on.
+//! Blocking host calls as single events: syncs of every `SyncCause`, allocations and frees.
+//!
+//! The recorder writes each one, with its start and end ticks, into a ring in the calling
+//! thread's block (`Ring::push`, from `record::apply` after such a call only: never on the
+//! launch path). The ring has one writer and a fixed size; its pages are committed when
+//! first written, so a thread that never blocks costs nothing. Readers (`drain`) run off
+//! the hot path: the writer thread every `timeline::DRAIN_NS` at most, the GPU collector
+//! through `between`, a dump, and a thread that exits (its last events). They move the
+//! events into:
+//! - the bounded samples of the dump (the longest and the most recent calls);
+//! - a time-ordered history of at least the last `HISTORY_NS` (at most `HISTORY_EVENTS`),
+//!   which the GPU collector reads to tell what the host was doing when a GPU idle gap
+//!   opened.
+//!
+//! A ring that a reader does not empty in time overwrites its oldest events: they are
+//! counted (`Timeline.blocking_events_lost`), and `between` says which spans of time may
+//! miss some.
 
-use gpuspy_format::timeline::HostEvent;
+use crate::clock::Anchor;
+use crate::forklock::ForkLock;
+use crate::record::{self, ThreadStats};
+use gpuspy_format::timeline::{HostEvent, HostEventKind, SAMPLED_EVENTS};
+use gpuspy_format::SyncCause;
+use std::collections::VecDeque;
+use std::sync::atomic::{fence, AtomicU64, Ordering::*};
+use std::time::Duration;
 
-/// Appends to `out` the blocking host events (syncs, copies, allocations and frees,
-/// collectives) of every thread that overlap `[from, to]` (Unix ns); false when some of
-/// that time's events were lost (a thread's ring overflowed, or the time is older than
-/// the history keeps).
+/// Slots of one thread's ring. It keeps the last `RING_EVENTS - 1` events (the slot after
+/// them is the one being written): 100 ms of a thread that blocks every 50 µs.
+pub const RING_EVENTS: usize = 2048;
+const KEPT: u64 = RING_EVENTS as u64 - 1;
+/// The history keeps at least this much time...
+const HISTORY_NS: u64 = 2_000_000_000;
+/// ...and at most this many events (768 KiB).
+const HISTORY_EVENTS: usize = 32_768;
+/// Spans of time with lost events that `between` remembers; older ones count as trimmed.
+const LOSS_SPANS: usize = 64;
+
+/// One thread's recent blocking calls. Written only by its thread.
+#[repr(C)]
+pub struct Ring {
+    /// Events ever pushed; event `n` is in slot `n % RING_EVENTS`.
+    pushed: AtomicU64,
+    slots: [RingSlot; RING_EVENTS],
+}
+
+#[repr(C)]
+struct RingSlot {
+    start: AtomicU64,
+    /// Duration in ticks << 8 | the kind's code.
+    length_kind: AtomicU64,
+}
+
+impl Ring {
+    /// Out of line: only calls that block reach it, and the wrappers stay small.
+    #[inline(never)]
+    pub fn push(&self, kind: HostEventKind, start: u64, end: u64) {
+        let n = self.pushed.load(Relaxed);
+        // SAFETY: the index is reduced modulo the array's length.
+        let slot = unsafe { self.slots.get_unchecked(n as usize % RING_EVENTS) };
+        slot.start.store(start, Relaxed);
+        slot.length_kind
+            .store(end.saturating_sub(start) << 8 | code(kind), Relaxed);
+        self.pushed.store(n + 1, Release);
+    }
+
+    /// The events from position `from` on, as `(start, end, kind)` ticks; returns the next
+    /// position and how many events between `from` and it were overwritten before being
+    /// read.
+    fn read(&self, from: u64, out: &mut Vec<(u64, u64, HostEventKind)>) -> (u64, u64) {
+        let pushed = self.pushed.load(Acquire);
+        if pushed < from {
+            // Not ours to explain (a reused block is caught by its retire count): start over.
+            return (pushed, 0);
+        }
+        let first = from.max(pushed.saturating_sub(KEPT));
+        let raw: Vec<(u64, u64)> = (first..pushed)
+            .map(|n| {
+                let slot = &self.slots[n as usize % RING_EVENTS];
+                (slot.start.load(Relaxed), slot.length_kind.load(Relaxed))
+            })
+            .collect();
+        // Slots the owner overwrote while we read them are not to be trusted.
+        fence(Acquire);
+        let intact_from = self.pushed.load(Relaxed).saturating_sub(KEPT);
+        let overwritten = intact_from.saturating_sub(first).min(pushed - first);
+        out.extend(
+            raw.iter()
+                .skip(overwritten as usize)
+                .filter_map(|&(start, length_kind)| {
+                    let kind = kind(length_kind & 0xff)?;
+                    Some((start, start + (length_kind >> 8), kind))
+                }),
+        );
+        (pushed, first - from + overwritten)
+    }
+}
+
+fn code(kind: HostEventKind) -> u64 {
+    match kind {
+        HostEventKind::Sync(cause) => cause as u64,
+        HostEventKind::Alloc => SyncCause::ALL.len() as u64,
+        HostEventKind::Collective => SyncCause::ALL.len() as u64 + 1,
+    }
+}
+
+fn kind(code: u64) -> Option<HostEventKind> {
+    let causes = SyncCause::ALL.len() as u64;
+    match code {
+        c if c < causes => SyncCause::ALL
+            .get(c as usize)
+            .copied()
+            .map(HostEventKind::Sync),
+        c if c == causes => Some(HostEventKind::Alloc),
+        c if c == causes + 1 => Some(HostEventKind::Collective),
+        _ => None,
+    }
+}
+
+#[derive(Default)]
+struct History {
+    /// Per block: its retire count when last read, the next ring position to read, and
+    /// when (Unix ns) it was last read.
+    read: Vec<(u32, u64, u64)>,
+    /// Ordered by end.
+    events: VecDeque<HostEvent>,
+    /// Events that ended before this (Unix ns) may be gone from `events`.
+    trimmed_to: u64,
+    /// Unix ns spans in which some events were lost from a ring.
+    losses: VecDeque<(u64, u64)>,
+    longest: Vec<HostEvent>,
+    recent: VecDeque<HostEvent>,
+    lost: u64,
+}
+
+static HISTORY: ForkLock<History> = ForkLock::new();
+
+impl History {
+    /// Reads block `index`'s ring into `batch` as Unix-ns events.
+    fn read_block(
+        &mut self,
+        index: usize,
+        block: &ThreadStats,
+        anchor: &Anchor,
+        batch: &mut Vec<HostEvent>,
+    ) {
+        if self.read.len() <= index {
+            self.read.resize(index + 1, (0, 0, 0));
+        }
+        let retired = record::retired(index);
+        let (seen_retired, mut from, read_at) = self.read[index];
+        if seen_retired != retired {
+            from = 0;
+        }
+        let mut raw = Vec::new();
+        let (next, lost) = block.events.read(from, &mut raw);
+        let now = anchor.unix_now();
+        if lost > 0 {
+            self.lost += lost;
+            self.losses.push_back((read_at, now));
+        }
+        self.read[index] = (retired, next, now);
+        batch.extend(raw.into_iter().map(|(start, end, kind)| {
+            let start_unix_ns = anchor.unix_ns(start);
+            HostEvent {
+                start_unix_ns,
+                end_unix_ns: start_unix_ns + anchor.ns_between(start, end),
+                kind,
+            }
+        }));
+    }
+
+    /// Files a batch of new events into the samples and the history, then trims the
+    /// history to what it keeps as of `now`.
+    fn absorb(&mut self, mut batch: Vec<HostEvent>, now: u64) {
+        batch.sort_unstable_by_key(|e| e.end_unix_ns);
+        for e in batch {
+            self.sample(&e);
+            if e.end_unix_ns < self.trimmed_to {
+                continue;
+            }
+            let at = self
+                .events
+                .partition_point(|o| o.end_unix_ns <= e.end_unix_ns);
+            self.events.insert(at, e);
+        }
+        let cutoff = now.saturating_sub(HISTORY_NS);
+        while let Some(oldest) = self.events.front() {
+            if oldest.end_unix_ns >= cutoff && self.events.len() <= HISTORY_EVENTS {
+                break;
+            }
+            self.trimmed_to = self.trimmed_to.max(oldest.end_unix_ns + 1);
+            self.events.pop_front();
+        }
+        self.trimmed_to = self.trimmed_to.max(cutoff);
+        while self.losses.len() > LOSS_SPANS {
+            if let Some((_, end)) = self.losses.pop_front() {
+                self.trimmed_to = self.trimmed_to.max(end);
+            }
+        }
+        let trimmed_to = self.trimmed_to;
+        self.losses.retain(|&(_, end)| end > trimmed_to);
+    }
+
+    fn sample(&mut self, e: &HostEvent) {
+        let length = |e: &HostEvent| e.end_unix_ns - e.start_unix_ns;
+        let at = self.longest.partition_point(|o| length(o) >= length(e));
+        if at < SAMPLED_EVENTS {
+            self.longest.insert(at, e.clone());
+            self.longest.truncate(SAMPLED_EVENTS);
+        }
+        let at = self
+            .recent
+            .partition_point(|o| o.end_unix_ns <= e.end_unix_ns);
+        self.recent.insert(at, e.clone());
+        if self.recent.len() > SAMPLED_EVENTS {
+            self.recent.pop_front();
+        }
+    }
+
+    fn between(&self, from: u64, to: u64, out: &mut Vec<HostEvent>) -> bool {
+        let first = self.events.partition_point(|e| e.end_unix_ns < from);
+        out.extend(
+            self.events
+                .range(first..)
+                .take_while(|e| e.end_unix_ns < to)
+                .cloned(),
+        );
+        from >= self.trimmed_to && !self.losses.iter().any(|&(a, b)| a < to && from < b)
+    }
+
+    /// Reads every live thread's ring.
+    fn drain(&mut self) {
+        let anchor = Anchor::now();
+        let mut batch = Vec::new();
+        record::with_blocks(|blocks| {
+            // Block 0 holds exited threads' counters; their events were read at exit.
+            for (index, block) in blocks.iter().enumerate().skip(1) {
+                self.read_block(index, block, &anchor, &mut batch);
+            }
+        });
+        self.absorb(batch, anchor.unix_now());
+    }
+}
+
+/// Host blocking events that ended in [from, to) Unix ns, oldest first, appended to `out`.
+/// Returns false when events in that range may be missing (a ring overflowed or the
+/// history was trimmed).
 pub fn between(from: u64, to: u64, out: &mut Vec<HostEvent>) -> bool {
-    let _ = (from, to, out);
-    true
+    let mut history = HISTORY.lock();
+    history.drain();
+    history.between(from, to, out)
+}
+
+/// The writer thread's regular read of the rings.
+pub fn drain() {
+    HISTORY.lock().drain();
+}
+
+/// A thread's last events, read as it exits (its block is about to be zeroed); block
+/// `index` is the caller's own.
+pub fn retire(index: usize, block: &ThreadStats) {
+    let mut history = HISTORY.lock();
+    let anchor = Anchor::now();
+    let mut batch = Vec::new();
+    history.read_block(index, block, &anchor, &mut batch);
+    history.absorb(batch, anchor.unix_now());
+}
+
+/// The dump's samples: the longest blocking calls (longest first), the most recent ones
+/// (oldest first) and the events lost so far. Nothing if the history stays locked for
+/// long (a thread the dump's signal interrupted may hold it).
+pub fn samples() -> Option<(Vec<HostEvent>, Vec<HostEvent>, u64)> {
+    let mut history = HISTORY.lock_within(Duration::from_millis(100))?;
+    history.drain();
+    Some((
+        history.longest.clone(),
+        history.recent.iter().cloned().collect(),
+        history.lost,
+    ))
+}
+
+/// Fork child: starts from no events, like the arena.
+pub fn on_fork_child() {
+    HISTORY.reset_in_child();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> Box<Ring> {
+        // SAFETY: all-zero bytes are valid atomics.
+        unsafe { Box::new_zeroed().assume_init() }
+    }
+
+    fn sync(start: u64, end: u64) -> HostEvent {
+        HostEvent {
+            start_unix_ns: start,
+            end_unix_ns: end,
+            kind: HostEventKind::Sync(SyncCause::Explicit),
+        }
+    }
+
+    #[test]
+    fn kinds_round_trip_through_their_codes() {
+        let mut kinds: Vec<HostEventKind> = SyncCause::ALL
+            .iter()
+            .map(|&c| HostEventKind::Sync(c))
+            .collect();
+        kinds.extend([HostEventKind::Alloc, HostEventKind::Collective]);
+        for k in kinds {
+            assert_eq!(kind(code(k)), Some(k));
+        }
+        assert_eq!(kind(0xff), None);
+    }
+
+    #[test]
+    fn a_ring_reads_in_order_and_counts_what_it_overwrote() {
+        let r = ring();
+        r.push(HostEventKind::Alloc, 10, 15);
+        r.push(HostEventKind::Sync(SyncCause::Free), 20, 40);
+        let mut out = Vec::new();
+        assert_eq!(r.read(0, &mut out), (2, 0));
+        assert_eq!(
+            out,
+            vec![
+                (10, 15, HostEventKind::Alloc),
+                (20, 40, HostEventKind::Sync(SyncCause::Free))
+            ]
+        );
+        // 100 more than the ring's slots since the last read: it keeps all but one slot's
+        // worth, so the 101 oldest are lost.
+        for i in 0..RING_EVENTS as u64 + 100 {
+            r.push(HostEventKind::Alloc, 1000 + i, 1001 + i);
+        }
+        out.clear();
+        assert_eq!(r.read(2, &mut out), (2 + RING_EVENTS as u64 + 100, 101));
+        assert_eq!(out.len(), RING_EVENTS - 1);
+        assert_eq!(out[0], (1101, 1102, HostEventKind::Alloc));
+        // Read up to date: nothing new, nothing lost.
+        out.clear();
+        assert_eq!(r.read(2 + RING_EVENTS as u64 + 100, &mut out).1, 0);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn samples_keep_the_longest_and_the_latest() {
+        let mut h = History::default();
+        let batch = (0..40u64)
+            .map(|i| sync(i * 100, i * 100 + (i * 37) % 50))
+            .collect();
+        h.absorb(batch, 5_000);
+        assert_eq!(h.longest.len(), SAMPLED_EVENTS);
+        let lengths: Vec<u64> = h
+            .longest
+            .iter()
+            .map(|e| e.end_unix_ns - e.start_unix_ns)
+            .collect();
+        let mut expected: Vec<u64> = (0..40u64).map(|i| (i * 37) % 50).collect();
+        expected.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(lengths, expected[..SAMPLED_EVENTS]);
+        let starts: Vec<u64> = h.recent.iter().map(|e| e.start_unix_ns).collect();
+        assert_eq!(starts, (24..40u64).map(|i| i * 100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_history_is_ordered_trimmed_and_says_what_it_lost() {
+        let mut h = History::default();
+        let t0 = 10 * HISTORY_NS;
+        h.absorb(vec![sync(t0, t0 + 30), sync(t0 - 50, t0 + 10)], t0 + 100);
+        // A late event that ended earlier is filed in order.
+        h.absorb(vec![sync(t0, t0 + 20)], t0 + 200);
+        let ends: Vec<u64> = h.events.iter().map(|e| e.end_unix_ns - t0).collect();
+        assert_eq!(ends, vec![10, 20, 30]);
+        let mut out = Vec::new();
+        assert!(h.between(t0 + 15, t0 + 30, &mut out));
+        assert_eq!(out, vec![sync(t0, t0 + 20)]);
+        // Past HISTORY_NS the old ones go, and their span counts as possibly missing.
+        let later = t0 + HISTORY_NS + 25;
+        h.absorb(vec![sync(later, later + 1)], later + 1);
+        assert_eq!(h.events.len(), 2);
+        assert_eq!(h.trimmed_to, later + 1 - HISTORY_NS);
+        out.clear();
+        assert!(!h.between(t0, t0 + 31, &mut out));
+        assert_eq!(out, vec![sync(t0, t0 + 30)]);
+        assert!(h.between(later, later + 2, &mut Vec::new()));
+        // A span with lost events is not complete.
+        h.losses.push_back((later + 5, later + 9));
+        assert!(!h.between(later, later + 6, &mut Vec::new()));
+        assert!(h.between(later + 9, later + 20, &mut Vec::new()));
+    }
 }

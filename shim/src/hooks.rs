@@ -337,21 +337,21 @@ driver -> CUresult, else CUDA_ERROR_NOT_FOUND; {
     cuMemsetD2D32Async_ptsz(dst: Dptr, pitch: Size, v: c_uint, w: Size, h: Size, stream: Ptr) => Effect::Bytes(4 * (w * h) as u64);
 
     // Device memory.
-    cuMemAlloc(dptr: Ptr, n: u32) => Effect::Bytes(n as u64);
-    cuMemAlloc_v2(dptr: Ptr, n: Size) => Effect::Bytes(n as u64);
-    cuMemAllocPitch_v2(dptr: Ptr, pitch: Ptr, w: Size, h: Size, elem: c_uint) => Effect::Bytes((w * h) as u64);
-    cuMemAllocAsync(dptr: Ptr, n: Size, stream: Ptr) => Effect::Bytes(n as u64);
-    cuMemAllocAsync_ptsz(dptr: Ptr, n: Size, stream: Ptr) => Effect::Bytes(n as u64);
-    cuMemAllocFromPoolAsync(dptr: Ptr, n: Size, pool: Ptr, stream: Ptr) => Effect::Bytes(n as u64);
-    cuMemAllocFromPoolAsync_ptsz(dptr: Ptr, n: Size, pool: Ptr, stream: Ptr) => Effect::Bytes(n as u64);
+    cuMemAlloc(dptr: Ptr, n: u32) => Effect::DeviceAlloc(n as u64);
+    cuMemAlloc_v2(dptr: Ptr, n: Size) => Effect::DeviceAlloc(n as u64);
+    cuMemAllocPitch_v2(dptr: Ptr, pitch: Ptr, w: Size, h: Size, elem: c_uint) => Effect::DeviceAlloc((w * h) as u64);
+    cuMemAllocAsync(dptr: Ptr, n: Size, stream: Ptr) => Effect::DeviceAlloc(n as u64);
+    cuMemAllocAsync_ptsz(dptr: Ptr, n: Size, stream: Ptr) => Effect::DeviceAlloc(n as u64);
+    cuMemAllocFromPoolAsync(dptr: Ptr, n: Size, pool: Ptr, stream: Ptr) => Effect::DeviceAlloc(n as u64);
+    cuMemAllocFromPoolAsync_ptsz(dptr: Ptr, n: Size, pool: Ptr, stream: Ptr) => Effect::DeviceAlloc(n as u64);
     cuMemFree(dptr: Dptr32) => release(dptr as usize);
     cuMemFree_v2(dptr: Dptr) => release(dptr as usize);
-    cuMemFreeAsync(dptr: Dptr, stream: Ptr) => Effect::None;
-    cuMemFreeAsync_ptsz(dptr: Dptr, stream: Ptr) => Effect::None;
+    cuMemFreeAsync(dptr: Dptr, stream: Ptr) => Effect::DeviceFree;
+    cuMemFreeAsync_ptsz(dptr: Dptr, stream: Ptr) => Effect::DeviceFree;
     cuMemPoolTrimTo(pool: Ptr, keep: Size) => Effect::None;
     // Virtual memory management (PyTorch expandable segments).
-    cuMemCreate(handle: Ptr, n: Size, prop: Ptr, flags: u64) => Effect::Bytes(n as u64);
-    cuMemRelease(handle: u64) => Effect::None;
+    cuMemCreate(handle: Ptr, n: Size, prop: Ptr, flags: u64) => Effect::DeviceAlloc(n as u64);
+    cuMemRelease(handle: u64) => Effect::DeviceFree;
     cuMemAddressReserve(ptr: Ptr, n: Size, align: Size, addr: Dptr, flags: u64) => Effect::None;
     cuMemAddressFree(ptr: Dptr, n: Size) => Effect::None;
     cuMemMap(ptr: Dptr, n: Size, off: Size, handle: u64, flags: u64) => Effect::Bytes(n as u64);

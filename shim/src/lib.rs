@@ -32,6 +32,7 @@ mod dump;
 mod effect;
 mod events;
 mod exec;
+mod forklock;
 mod gpu;
 mod hooks;
 mod hostmem;
@@ -42,6 +43,7 @@ mod pystack;
 mod record;
 mod resolve;
 mod signals;
+mod timeline;
 mod tls;
 mod unwrapped;
 

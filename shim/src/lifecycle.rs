@@ -81,6 +81,7 @@ pub fn ns_per_tick_q32() -> u64 {
 /// The pid whose data the arena holds: a vfork child shares our memory but not our pid.
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 static START_UNIX_NS: AtomicU64 = AtomicU64::new(0);
+
 static FIRST_CALL_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 /// Bumped at every fork so the parent's flusher thread, if copied state suggests it runs,
 /// is known not to exist in the child.
@@ -179,6 +180,8 @@ extern "C" fn on_fork_child() {
         }
     }
     record::reset_arena();
+    crate::timeline::on_fork_child();
+    crate::events::on_fork_child();
     unwrapped::reset();
     crate::nccl::reset();
     crate::pystack::reset();
@@ -193,7 +196,8 @@ static SIGNAL_REQUEST: AtomicI32 = AtomicI32::new(0);
 static SIGNAL_DUMP_DONE: AtomicBool = AtomicBool::new(false);
 
 /// Starts the writer thread of this process generation: it writes a dump every
-/// `GPUSPY_FLUSH_S` seconds, and at once when a signal handler asks.
+/// `GPUSPY_FLUSH_S` seconds, at once when a signal handler asks, and in between keeps the
+/// timeline's windows (`timeline::tick`).
 fn start_writer() {
     let mut fds = [-1; 2];
     // SAFETY: fds has room for the two descriptors.
@@ -201,12 +205,10 @@ fn start_writer() {
         dump::warn_once("could not start the writer thread; dumps are written at exit only");
         return;
     }
-    let flush_ms = config().and_then(|c| c.flush_every).map_or(-1, |every| {
-        every.as_millis().clamp(1, i32::MAX as u128) as i32
-    });
+    let flush_every = config().and_then(|c| c.flush_every);
     let generation = GENERATION.load(Relaxed);
     let spawned = signals::spawn_without_signals("gpuspy-writer", move || {
-        writer(fds[0], flush_ms, generation)
+        writer(fds[0], flush_every, generation)
     });
     if spawned {
         WAKE_READ.store(fds[0], Relaxed);
@@ -221,15 +223,24 @@ fn start_writer() {
     }
 }
 
-fn writer(wake: libc::c_int, flush_ms: libc::c_int, generation: u32) {
+fn writer(wake: libc::c_int, flush_every: Option<Duration>, generation: u32) {
     let mut poll = libc::pollfd {
         fd: wake,
         events: libc::POLLIN,
         revents: 0,
     };
+    let flush_every_ns = flush_every.map(|d| d.as_nanos().clamp(1, u64::MAX as u128) as u64);
+    let mut next_flush = flush_every_ns.map(|every| clock::monotonic_ns() + every);
     loop {
-        // SAFETY: one valid pollfd.
-        let woken = unsafe { libc::poll(&mut poll, 1, flush_ms) } > 0;
+        let tick_in = crate::timeline::tick();
+        let now = clock::monotonic_ns();
+        let wait_ns = next_flush.map_or(tick_in, |at| tick_in.min(at.saturating_sub(now)));
+        let timeout = libc::timespec {
+            tv_sec: (wait_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (wait_ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: one valid pollfd and timespec; no signal mask change.
+        let woken = unsafe { libc::ppoll(&mut poll, 1, &timeout, std::ptr::null()) } > 0;
         if GENERATION.load(Relaxed) != generation || FINAL_WRITTEN.load(Acquire) {
             return;
         }
@@ -238,9 +249,13 @@ fn writer(wake: libc::c_int, flush_ms: libc::c_int, generation: u32) {
             // SAFETY: a non-blocking read into a local buffer.
             while unsafe { libc::read(wake, drain.as_mut_ptr().cast(), drain.len()) } > 0 {}
         }
+        let flush_due = next_flush.is_some_and(|at| clock::monotonic_ns() >= at);
         match SIGNAL_REQUEST.load(Acquire) {
-            0 if woken => {}
-            0 => write(Occasion::Periodic),
+            0 if !flush_due => {}
+            0 => {
+                write(Occasion::Periodic);
+                next_flush = flush_every_ns.map(|every| clock::monotonic_ns() + every);
+            }
             signal => {
                 write(Occasion::Final(Some(Ending::Signal(signal))));
                 SIGNAL_DUMP_DONE.store(true, Release);

@@ -13,9 +13,15 @@
 //! forwarded and only counted in one shared atomic (`unrecorded_calls`). Pages of the
 //! mapping are committed only when first written, so the untouched part of a block costs
 //! nothing; a forked child gets a zeroed mapping back with one `madvise`.
+//!
+//! A block also says what its thread is doing (`in_call`: the outermost call's hook and
+//! start, which is the nesting guard too) and keeps the thread's recent blocking calls in
+//! a ring (`events.rs`), so that other threads (the timeline's snapshot, a watchdog) can
+//! read both without the hot path doing anything more.
 
 use crate::clock;
 use crate::effect::Effect;
+use crate::events::Ring;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
 use crate::lifecycle;
 use crate::tls::{self, Local};
@@ -48,12 +54,24 @@ pub struct CopyCell {
     pub bytes: AtomicU64,
 }
 
+/// The outermost intercepted call a thread is in: written by the thread, read by any.
+#[repr(C)]
+pub struct InCall {
+    /// The call's start in ticks of the active clock; 0 when the thread is in no call
+    /// (neither clock reads 0 once the machine has booted).
+    pub since: AtomicU64,
+    /// Its `Hook` id, valid while `since` is not 0.
+    pub hook: AtomicU64,
+}
+
 /// One thread's statistics. Page-aligned, so that a freed block is zeroed by one `madvise`.
 #[repr(C, align(4096))]
 pub struct ThreadStats {
+    pub in_call: InCall,
     pub apis: [ApiCell; HOOK_COUNT],
     pub syncs: [Series; SYNC_CAUSES],
     pub copies: [[CopyCell; HOST_KINDS]; DIRECTIONS],
+    pub events: Ring,
 }
 
 /// Block 0 holds the exited threads' statistics; slots 1..=MAX_THREADS are live threads'.
@@ -72,8 +90,8 @@ static DISCARD: ThreadStats = unsafe { std::mem::MaybeUninit::zeroed().assume_in
 /// thread forever inside an intercepted call, with a block no dump reads.
 pub fn exclude_current_thread() {
     if let Some(l) = tls::local() {
+        DISCARD.in_call.since.store(u64::MAX, Relaxed);
         l.slot.set(&DISCARD);
-        l.depth.set(1);
     }
 }
 
@@ -83,6 +101,12 @@ static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 #[allow(clippy::declare_interior_mutable_const)]
 const FREE: AtomicBool = AtomicBool::new(false);
 static IN_USE: [AtomicBool; MAX_THREADS] = [FREE; MAX_THREADS];
+/// How many times slot i's block was retired (folded and zeroed): a reader that keeps
+/// state about a block (the timeline's snapshot, the event rings' read positions) knows
+/// from it that the block now belongs to another thread.
+#[allow(clippy::declare_interior_mutable_const)]
+const NEVER: AtomicU32 = AtomicU32::new(0);
+static RETIRED: [AtomicU32; BLOCKS] = [NEVER; BLOCKS];
 static THREADS_SEEN: AtomicU32 = AtomicU32::new(0);
 static UNRECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
 /// Held while a block is folded into block 0, and while a dump sums the blocks, so that a
@@ -146,6 +170,11 @@ pub fn reset_arena() {
     if let Some(local) = tls::local() {
         local.slot.set(std::ptr::null());
     }
+}
+
+/// How many times block `index` has been retired; stable while `with_blocks` runs.
+pub fn retired(index: usize) -> u32 {
+    RETIRED.get(index).map_or(0, |r| r.load(Relaxed))
 }
 
 /// Runs `f` on the blocks in use, block 0 (exited threads) first, with no thread's block
@@ -239,39 +268,62 @@ extern "C" fn on_thread_exit(value: *mut libc::c_void) {
         return;
     }
     local.slot.set(std::ptr::null());
+    // Its blocking calls not yet read go to the timeline first (a lock taken before the
+    // folding lock, never inside it).
+    crate::events::retire(slot, block);
     lock_folding();
     // SAFETY: block 0 lies inside the mapping.
     fold_into(unsafe { &*arena }, block);
     zero(block);
+    RETIRED[slot].fetch_add(1, Relaxed);
     FOLDING.store(false, Release);
     IN_USE[slot - 1].store(false, Release);
 }
 
-/// Adds `from` into `into`. Pages of `from` never written are not read (mincore), so a
-/// thread that made a few kinds of call costs a few pages here.
-fn fold_into(into: &ThreadStats, from: &ThreadStats) {
+/// Which pages of a block were ever written (mincore): readers skip the others, so a
+/// thread that made a few kinds of call costs a few pages to read.
+pub struct Written {
+    base: usize,
+    resident: [u8; BLOCK_BYTES.div_ceil(Written::PAGE)],
+}
+
+impl Written {
     const PAGE: usize = 4096;
-    let mut resident = [1u8; BLOCK_BYTES.div_ceil(PAGE)];
-    let base = from as *const ThreadStats as usize;
-    // SAFETY: the block is page-aligned and BLOCK_BYTES long; the vector has one byte per
-    // page. On failure every page counts as resident.
-    if unsafe {
-        libc::mincore(
-            base as *mut libc::c_void,
-            BLOCK_BYTES,
-            resident.as_mut_ptr(),
-        )
-    } != 0
-    {
-        resident.fill(1);
+
+    pub fn of(block: &ThreadStats) -> Written {
+        let mut w = Written {
+            base: block as *const ThreadStats as usize,
+            resident: [1u8; BLOCK_BYTES.div_ceil(Written::PAGE)],
+        };
+        // SAFETY: the block is page-aligned and BLOCK_BYTES long; the vector has one byte
+        // per page. On failure every page counts as written.
+        if unsafe {
+            libc::mincore(
+                w.base as *mut libc::c_void,
+                BLOCK_BYTES,
+                w.resident.as_mut_ptr(),
+            )
+        } != 0
+        {
+            w.resident.fill(1);
+        }
+        w
     }
-    let touched = |start: *const u8, len: usize| {
-        let first = (start as usize - base) / PAGE;
-        let last = (start as usize - base + len - 1) / PAGE;
-        resident
+
+    /// Whether any page under `value` was written.
+    pub fn holds<T>(&self, value: &T) -> bool {
+        let start = value as *const T as usize - self.base;
+        let first = start / Self::PAGE;
+        let last = (start + std::mem::size_of::<T>() - 1) / Self::PAGE;
+        self.resident
             .get(first..=last)
             .is_none_or(|pages| pages.iter().any(|p| p & 1 != 0))
-    };
+    }
+}
+
+/// Adds `from` into `into` (the counters; `in_call` is 0 and the event ring was read).
+fn fold_into(into: &ThreadStats, from: &ThreadStats) {
+    let written = Written::of(from);
     let add = |a: &AtomicU64, b: &AtomicU64| {
         let v = b.load(Relaxed);
         if v != 0 {
@@ -284,7 +336,7 @@ fn fold_into(into: &ThreadStats, from: &ThreadStats) {
         a.hist.iter().zip(&b.hist).for_each(|(x, y)| add(x, y));
     };
     for (a, b) in into.apis.iter().zip(&from.apis) {
-        if touched((b as *const ApiCell).cast(), std::mem::size_of::<ApiCell>()) {
+        if written.holds(b) {
             add(&a.nested, &b.nested);
             add(&a.bytes, &b.bytes);
             add_series(&a.series, &b.series);
@@ -320,19 +372,17 @@ fn zero(block: &ThreadStats) {
 /// (recording off, TLS gone, or a nested call, which `begin` has already counted).
 pub struct Span {
     block: *const ThreadStats,
-    local: *const Local,
     source: clock::Source,
     start: u64,
 }
 
-/// The hot path, before the real call: one TLS lookup, the depth guard, one timestamp.
+/// The hot path, before the real call: one TLS lookup, the nesting guard, one timestamp.
 /// Wrappers call `begin`, then the real function exactly once, then `end`, so the
 /// caller's arguments go straight to the driver without being copied into a closure.
 #[inline(always)]
 pub fn begin(hook: Hook) -> Span {
     const SKIP: Span = Span {
         block: std::ptr::null(),
-        local: std::ptr::null(),
         source: clock::Source::Monotonic,
         start: 0,
     };
@@ -352,7 +402,9 @@ pub fn begin(hook: Hook) -> Span {
             None => return SKIP,
         },
     };
-    if l.depth.get() > 0 {
+    // SAFETY: only this thread writes the word, so this read races with no write; a plain
+    // read (not an atomic load) lets the compiler fold it into the comparison.
+    if unsafe { *block.in_call.since.as_ptr() } != 0 {
         // The driver calling its own exports: forwarded and counted, not timed.
         // SAFETY: Hook ids are < HOOK_COUNT by construction.
         bump(
@@ -361,12 +413,13 @@ pub fn begin(hook: Hook) -> Span {
         );
         return SKIP;
     }
-    l.depth.set(1);
+    let start = source.ticks();
+    block.in_call.hook.store(hook as u64, Relaxed);
+    block.in_call.since.store(start, Release);
     Span {
         block,
-        local: l,
         source,
-        start: source.ticks(),
+        start,
     }
 }
 
@@ -377,22 +430,21 @@ pub fn end(span: Span, hook: Hook, effect: Effect, result: CUresult) {
     let Some(block) = (unsafe { span.block.as_ref() }) else {
         return;
     };
-    let ticks = span.source.ticks().saturating_sub(span.start);
-    let ns = clock::ticks_to_ns(ticks, lifecycle::ns_per_tick_q32());
-    // SAFETY: begin set local alongside block.
-    unsafe { &*span.local }.depth.set(0);
+    let end = span.source.ticks();
+    let ns = clock::ticks_to_ns(end.saturating_sub(span.start), lifecycle::ns_per_tick_q32());
+    block.in_call.since.store(0, Relaxed);
     // SAFETY: Hook ids are < HOOK_COUNT by construction.
     let cell = unsafe { block.apis.get_unchecked(hook as usize) };
     cell.series.add(ns);
     if result == 0 {
-        apply(block, cell, &effect, ns);
+        apply(block, cell, &effect, span.start, end, ns);
     } else {
         record_error(hook, result);
     }
 }
 
 #[inline(always)]
-fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, ns: u64) {
+fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, start: u64, end: u64, ns: u64) {
     if matches!(effect, Effect::None) {
         return;
     }
@@ -414,6 +466,9 @@ fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, ns: u64) {
     if let Some(cause) = effect.sync_cause() {
         // SAFETY: as above.
         unsafe { block.syncs.get_unchecked(cause as usize) }.add(ns);
+    }
+    if let Some(kind) = effect.blocking_kind() {
+        block.events.push(kind, start, end);
     }
     effect.track_host_memory();
     effect.notify_gpu();

@@ -1,12 +1,13 @@
-//! This thread's recorder state: its statistics block and its nesting depth.
+//! This thread's recorder state: the pointer to its statistics block (whose `in_call`
+//! word is the nesting guard, readable by other threads).
 //!
 //! A `thread_local!` in a shared object uses the general-dynamic TLS model, a call to
 //! `__tls_get_addr` on every access (about 14 instructions, a third of the hot path's
-//! budget). On x86-64 the shim instead keeps the two words in initial-exec TLS, reached
+//! budget). On x86-64 the shim instead keeps the word in initial-exec TLS, reached
 //! with one `%fs`-relative load: the slot is defined in `.tbss` below and addressed through
 //! its GOT TP offset. A preloaded library gets static TLS at startup, and glibc keeps spare
 //! static TLS for the few bytes a late `dlopen` of the shim needs. Elsewhere,
-//! `thread_local!` is used. The words are plain data, zero-initialised, with no destructor,
+//! `thread_local!` is used. The word is plain data, zero-initialised, with no destructor,
 //! so they stay valid until the thread's very end.
 
 use std::cell::Cell;
@@ -14,7 +15,6 @@ use std::cell::Cell;
 #[repr(C)]
 pub struct Local {
     pub slot: Cell<*const crate::record::ThreadStats>,
-    pub depth: Cell<usize>,
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -23,9 +23,9 @@ std::arch::global_asm!(
     ".p2align 3",
     ".local gpuspy_thread_local",
     ".type gpuspy_thread_local, @object",
-    ".size gpuspy_thread_local, 16",
+    ".size gpuspy_thread_local, 8",
     "gpuspy_thread_local:",
-    ".zero 16",
+    ".zero 8",
     ".popsection",
 );
 
@@ -44,15 +44,15 @@ pub fn local() -> Option<&'static Local> {
             options(att_syntax, nostack, pure, readonly),
         );
     }
-    // SAFETY: the 16 zero-initialised bytes of this thread's TLS block are a valid Local
-    // (null slot, depth 0), used only by this thread.
+    // SAFETY: the 8 zero-initialised bytes of this thread's TLS block are a valid Local
+    // (null slot), used only by this thread.
     Some(unsafe { &*(addr as *const Local) })
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 thread_local! {
     static LOCAL: Local = const {
-        Local { slot: Cell::new(std::ptr::null()), depth: Cell::new(0) }
+        Local { slot: Cell::new(std::ptr::null()) }
     };
 }
 

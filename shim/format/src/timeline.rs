@@ -37,9 +37,40 @@ pub struct Timeline {
     pub longest_blocking: Vec<HostEvent>,
     #[serde(default)]
     pub recent_blocking: Vec<HostEvent>,
+    /// Blocking calls that were counted but not kept as single events (a thread's event
+    /// ring filled up before the shim read it): the samples and the GPU-idle causes may
+    /// miss them; the counters per window do not.
+    #[serde(default)]
+    pub blocking_events_lost: u64,
+    /// Threads inside an intercepted call when the dump was written, longest first (at
+    /// most `SAMPLED_EVENTS`): where a hung or killed process was waiting.
+    #[serde(default)]
+    pub in_call: Vec<ThreadInCall>,
     /// NVTX ranges the program pushed, per name (at most `NVTX_NAMES` names).
     #[serde(default)]
     pub nvtx: Vec<NvtxRanges>,
+}
+
+/// One thread's outermost intercepted call, not yet returned.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThreadInCall {
+    pub symbol: String,
+    pub since_unix_ns: u64,
+}
+
+impl Timeline {
+    /// Halves the table: neighbouring windows merged, `window_ns` doubled (every series,
+    /// host, devices and NVTX).
+    pub fn merge_pairs(&mut self) {
+        self.host.series_mut().into_iter().for_each(merge_pairs);
+        for device in &mut self.devices {
+            device.series_mut().into_iter().for_each(merge_pairs);
+        }
+        for ranges in &mut self.nvtx {
+            merge_pairs(&mut ranges.ns);
+        }
+        self.window_ns *= 2;
+    }
 }
 
 /// Host-side counters per window, derived from the per-thread statistics off the hot path.
@@ -64,6 +95,25 @@ pub struct HostWindows {
     pub copy_bytes: Vec<CopySeries>,
     pub allocs: Vec<u64>,
     pub frees: Vec<u64>,
+}
+
+impl HostWindows {
+    /// Every series of the table.
+    pub fn series_mut(&mut self) -> Vec<&mut Vec<u64>> {
+        let mut all = vec![
+            &mut self.calls,
+            &mut self.launches,
+            &mut self.driver_ns,
+            &mut self.launch_ns,
+            &mut self.module_ns,
+            &mut self.init_ns,
+            &mut self.allocs,
+            &mut self.frees,
+        ];
+        all.extend(self.blocked_ns.iter_mut().map(|c| &mut c.ns));
+        all.extend(self.copy_bytes.iter_mut().map(|c| &mut c.bytes));
+        all
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -103,6 +153,21 @@ pub struct DeviceWindows {
     pub longest_gaps: Vec<IdleGap>,
     #[serde(default)]
     pub recent_gaps: Vec<IdleGap>,
+}
+
+impl DeviceWindows {
+    /// Every series of the table.
+    pub fn series_mut(&mut self) -> Vec<&mut Vec<u64>> {
+        let mut all = vec![
+            &mut self.observed_ns,
+            &mut self.busy_ns,
+            &mut self.kernels,
+            &mut self.copy_bytes,
+            &mut self.um_faults,
+        ];
+        all.extend(self.idle_ns.iter_mut().map(|i| &mut i.ns));
+        all
+    }
 }
 
 /// Gaps at least this long are kept as single events.
@@ -217,6 +282,31 @@ mod tests {
         let mut s = vec![1, 2, 3, 4, 5];
         merge_pairs(&mut s);
         assert_eq!(s, vec![3, 7, 5]);
+    }
+
+    #[test]
+    fn a_timeline_halves_every_series() {
+        let mut t = Timeline {
+            window_ns: 10,
+            host: HostWindows {
+                calls: vec![1, 2, 3],
+                blocked_ns: vec![CauseSeries {
+                    cause: SyncCause::Free,
+                    ns: vec![4, 5, 6],
+                }],
+                ..HostWindows::default()
+            },
+            devices: vec![DeviceWindows {
+                busy_ns: vec![7, 8],
+                ..DeviceWindows::default()
+            }],
+            ..Timeline::default()
+        };
+        t.merge_pairs();
+        assert_eq!(t.window_ns, 20);
+        assert_eq!(t.host.calls, vec![3, 3]);
+        assert_eq!(t.host.blocked_ns[0].ns, vec![9, 6]);
+        assert_eq!(t.devices[0].busy_ns, vec![15]);
     }
 
     #[test]

@@ -503,8 +503,6 @@ pub fn snapshot() -> Option<Gpu> {
 /// window width they are at (`FIRST_WINDOW_NS` doubled as often as the run needed; the
 /// host side's table may be at another width: merge the finer one pairwise until they
 /// match). Empty without CUPTI.
-// Called by the dump's timeline assembly (dump.rs, the host side's branch).
-#[allow(dead_code)]
 pub fn timeline_devices(origin_unix_ns: u64) -> (u64, Vec<gpuspy_format::timeline::DeviceWindows>) {
     let none = (gpuspy_format::timeline::FIRST_WINDOW_NS, Vec::new());
     if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
