@@ -6,7 +6,7 @@
 //! where it fails.
 
 use crate::profile::{total, ProcessInfo, Profile};
-use gpuspy_format::timeline::{HostEventKind, IdleCause, Timeline};
+use gpuspy_format::timeline::{HostEventKind, HostWindows, IdleCause, Timeline};
 use gpuspy_format::SyncCause;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -27,6 +27,8 @@ const WORK_SHARE: f64 = 0.1;
 /// launches a second, the launch-bound rule's rate), or spends half of it launching, is
 /// launch overhead; otherwise host work (data loading, Python).
 pub const LAUNCH_GAP_NS: u64 = 100_000;
+/// The name of a pause in which modules were loaded (a JIT compile, lazy loading).
+pub const LOADING: &str = "module loading or JIT";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -74,16 +76,6 @@ pub enum IdleKind {
 }
 
 impl IdleKind {
-    pub const ALL: [IdleKind; 7] = [
-        IdleKind::AfterSync,
-        IdleKind::Launch,
-        IdleKind::Host,
-        IdleKind::PageableCopy,
-        IdleKind::Alloc,
-        IdleKind::Collective,
-        IdleKind::Unknown,
-    ];
-
     /// How the text report names it.
     pub fn describe(self) -> &'static str {
         match self {
@@ -170,12 +162,9 @@ pub struct Step {
     pub source: StepSource,
 }
 
-/// The host-side counters summed over the steady state of every process, and the GPU side
-/// where CUPTI reported it.
+/// Host-side counters summed over windows.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SteadyState {
-    /// Host time: the steady windows' lengths, summed over the processes.
-    pub ns: u64,
+pub struct Counters {
     pub calls: u64,
     pub launches: u64,
     pub driver_ns: u64,
@@ -183,11 +172,21 @@ pub struct SteadyState {
     pub allocs: u64,
     pub frees: u64,
     pub blocked: BTreeMap<SyncCause, u64>,
-    pub gpu: Option<SteadyGpu>,
-    pub step: Option<Step>,
 }
 
-impl SteadyState {
+impl Counters {
+    fn add(&mut self, h: &HostWindows, i: usize) {
+        self.calls += at(&h.calls, i);
+        self.launches += at(&h.launches, i);
+        self.driver_ns += at(&h.driver_ns, i);
+        self.launch_ns += at(&h.launch_ns, i);
+        self.allocs += at(&h.allocs, i);
+        self.frees += at(&h.frees, i);
+        for c in &h.blocked_ns {
+            *self.blocked.entry(c.cause).or_default() += at(&c.ns, i);
+        }
+    }
+
     pub fn blocked_ns(&self, causes: &[SyncCause]) -> u64 {
         total(
             causes
@@ -195,11 +194,33 @@ impl SteadyState {
                 .map(|c| self.blocked.get(c).copied().unwrap_or(0)),
         )
     }
+}
 
+/// The steady state of every process summed, with the GPU side where CUPTI reported it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SteadyState {
+    /// Host time: the steady windows' lengths, summed over the processes.
+    pub ns: u64,
+    pub host: Counters,
+    /// The same counters over the whole timelines of the same processes: the timeline
+    /// counts blocked time and allocations per window, not every kind of call, so a rule
+    /// takes the steady share of a whole-run count in proportion (`in_steady`).
+    pub whole: Counters,
+    pub gpu: Option<SteadyGpu>,
+    pub step: Option<Step>,
+}
+
+impl SteadyState {
     /// Events per second of steady time.
     pub fn per_s(&self, n: u64) -> f64 {
         n as f64 / (self.ns.max(1) as f64 / 1e9)
     }
+}
+
+/// The part of a whole-run figure `run_value` that falls in the steady state, taken in
+/// proportion to a quantity the timeline has both for the steady state and the whole run.
+pub fn in_steady(run_value: u64, steady_part: u64, whole_part: u64) -> u64 {
+    scale(run_value, steady_part, whole_part).min(run_value)
 }
 
 /// The judged time axis of a profile: one entry per process (None without a timeline), the
@@ -430,7 +451,7 @@ fn labels(w: &Windows) -> Vec<Label> {
             >= RECURRING_SHARE * length((first, last)) as f64;
     for &g in &gaps {
         let name = if loads(g) {
-            Some("module loading or JIT".to_string())
+            Some(LOADING.to_string())
         } else if length(g) >= PAUSE_MIN_NS && !recurring {
             None
         } else {
@@ -604,6 +625,9 @@ fn steady_state(
         let w = Windows::new(t, process.stop_unix_ns);
         let inside = |at: u64| clip.map_or(true, |c| c.iter().any(|&(a, b)| (a..b).contains(&at)));
         let h = &t.host;
+        for i in 0..w.n {
+            s.whole.add(h, i);
+        }
         for i in (0..w.n).filter(|&i| axis.steady.get(i) == Some(&true)) {
             let (start, end) = w.span(i);
             let len = end - start;
@@ -611,15 +635,7 @@ fn steady_state(
                 continue;
             }
             s.ns += len;
-            s.calls += at(&h.calls, i);
-            s.launches += at(&h.launches, i);
-            s.driver_ns += at(&h.driver_ns, i);
-            s.launch_ns += at(&h.launch_ns, i);
-            s.allocs += at(&h.allocs, i);
-            s.frees += at(&h.frees, i);
-            for c in &h.blocked_ns {
-                *s.blocked.entry(c.cause).or_default() += at(&c.ns, i);
-            }
+            s.host.add(h, i);
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
             for d in &t.devices {
@@ -881,7 +897,8 @@ mod tests {
         // 80 loop windows: exactly their idle time, by cause; the pause's is not counted.
         let s = a.steady.unwrap();
         assert_eq!(s.ns, 800 * MS);
-        assert_eq!(s.launches, 80 * 20);
+        assert_eq!(s.host.launches, 80 * 20);
+        assert_eq!(s.whole.launches, 80 * 20 + 5 * 2);
         let g = s.gpu.unwrap();
         assert_eq!((g.ns, g.busy_ns), (800 * MS, 480 * MS));
         assert_eq!(
@@ -924,7 +941,7 @@ mod tests {
         // Without the GPU side, the steady state's host counters still add up.
         let s = a.steady.unwrap();
         assert_eq!(
-            (s.ns, s.blocked_ns(&[SyncCause::Explicit])),
+            (s.ns, s.host.blocked_ns(&[SyncCause::Explicit])),
             (800 * MS, 160 * MS)
         );
         assert_eq!(s.gpu, None);
