@@ -623,7 +623,7 @@ fn steady_state(
             continue;
         };
         let w = Windows::new(t, process.stop_unix_ns);
-        let inside = |at: u64| clip.map_or(true, |c| c.iter().any(|&(a, b)| (a..b).contains(&at)));
+        let inside = |at: u64| clip.is_none_or(|c| c.iter().any(|&(a, b)| (a..b).contains(&at)));
         let h = &t.host;
         for i in 0..w.n {
             s.whole.add(h, i);
