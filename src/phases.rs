@@ -239,9 +239,12 @@ pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
     if processes.iter().all(Option::is_none) {
         return None;
     }
+    // A launcher's agent makes driver calls but no GPU work: it never holds the job back.
     let steady_spans: Vec<Vec<(u64, u64)>> = processes
         .iter()
-        .flatten()
+        .zip(&p.processes)
+        .filter(|(_, process)| process.timeline.as_deref().is_some_and(gpu_work))
+        .filter_map(|(a, _)| a.as_ref())
         .map(|a| spans(&a.phases, PhaseKind::Steady))
         .filter(|s| !s.is_empty())
         .collect();
@@ -279,6 +282,12 @@ pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
 /// The steady state of `p`, if its dumps have timelines and it reached one.
 pub fn steady(p: &Profile) -> Option<SteadyState> {
     time_axis(p)?.steady
+}
+
+/// Whether a timeline shows GPU work: a kernel launch, or GPU busy time.
+fn gpu_work(t: &Timeline) -> bool {
+    t.host.launches.iter().any(|&n| n > 0)
+        || t.devices.iter().any(|d| d.busy_ns.iter().any(|&n| n > 0))
 }
 
 fn at(series: &[u64], i: usize) -> u64 {
@@ -622,6 +631,9 @@ fn steady_state(
         let (Some(t), Some(axis)) = (process.timeline.as_deref(), axis) else {
             continue;
         };
+        if !gpu_work(t) {
+            continue;
+        }
         let w = Windows::new(t, process.stop_unix_ns);
         let inside = |at: u64| clip.is_none_or(|c| c.iter().any(|&(a, b)| (a..b).contains(&at)));
         let h = &t.host;
@@ -1044,7 +1056,16 @@ mod tests {
             ]
         );
         // Both ranks' windows in the common span: 2 x 40.
-        assert_eq!(a.steady.unwrap().ns, 800 * MS);
+        assert_eq!(a.steady.as_ref().unwrap().ns, 800 * MS);
+        // A launcher's agent, making calls but no GPU work for 100 ms in the middle, changes
+        // nothing.
+        let mut agent = profile(timeline(&times(60, QUIET), false));
+        agent.processes[0].pid = 3;
+        agent.processes[0].timeline.as_mut().unwrap().host.calls[30..40].fill(5);
+        p.absorb(agent);
+        let with_agent = time_axis(&p).unwrap();
+        assert_eq!(kinds(&with_agent), kinds(&a));
+        assert_eq!(with_agent.steady, a.steady);
     }
 
     #[test]
