@@ -6,6 +6,7 @@
 
 use crate::diagnose::{diagnose, Diagnosis};
 use crate::load;
+use crate::phases::TimeAxis;
 use crate::profile::{ProcessInfo, Profile};
 use crate::rules::{gpu_shared, pcie_link_degraded};
 use gpuspy_format::gpu::Device;
@@ -15,6 +16,10 @@ use std::path::PathBuf;
 /// The share of the GPU's working span with no kernel running at or under which a run
 /// with no warning is called GPU-bound: only faster (or fewer) kernels make it faster.
 pub const GPU_BOUND_IDLE: f64 = 0.1;
+
+/// The share of the steady state the GPU may idle, with no warning to explain it, before
+/// the verdict says so ("GPU idle 45 % of the steady state; cause not identified").
+pub const UNEXPLAINED_IDLE: f64 = 0.25;
 
 /// One process's own diagnosis, made on its dumps alone.
 #[derive(Debug, Clone)]
@@ -49,8 +54,14 @@ pub struct Job {
     pub diagnosis: Diagnosis,
     /// Kernel busy share of the GPU's working span over every device with CUPTI activity.
     pub gpu_busy_share: Option<f64>,
-    /// No warning, and the GPU was busy: see `GPU_BOUND_IDLE`.
+    /// No warning, and the GPU was busy: see `GPU_BOUND_IDLE` (judged on the steady state
+    /// where the timelines have its GPU side).
     pub gpu_bound: bool,
+    /// The phases and the steady state, from the dumps' timelines; None for dumps without.
+    pub time_axis: Option<TimeAxis>,
+    /// The steady state's GPU idle share, when it is `UNEXPLAINED_IDLE` or more and no
+    /// warning explains it.
+    pub unexplained_idle: Option<f64>,
 }
 
 impl Analysed {
@@ -106,9 +117,17 @@ pub fn merged(profile: Profile) -> Analysed {
 pub fn job(p: &Profile) -> Job {
     let diagnosis = diagnose(p);
     let idle = p.gpu_idle_share();
+    let time_axis = crate::phases::time_axis(p);
+    let steady_gpu = time_axis
+        .as_ref()
+        .and_then(|a| a.steady.as_ref()?.gpu.as_ref());
+    let steady_idle = steady_gpu.map(|g| crate::diagnose::share(g.idle_ns(), g.ns));
+    let quiet = diagnosis.verdict().is_none();
     Job {
-        gpu_bound: diagnosis.verdict().is_none() && idle.is_some_and(|i| i <= GPU_BOUND_IDLE),
+        gpu_bound: quiet && steady_idle.or(idle).is_some_and(|i| i <= GPU_BOUND_IDLE),
         gpu_busy_share: idle.map(|i| 1.0 - i),
+        unexplained_idle: steady_idle.filter(|&i| quiet && i >= UNEXPLAINED_IDLE),
+        time_axis,
         diagnosis,
     }
 }

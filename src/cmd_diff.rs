@@ -12,6 +12,7 @@ use crate::analyse::{self, Job, Run};
 use crate::ci_output::{Case, Gate, Output};
 use crate::collectives::collectives;
 use crate::diagnose::WARNING_IMPACT;
+use crate::phases::PhaseKind;
 use crate::profile::{Latency, Profile};
 use crate::render_text::{bytes, duration};
 use crate::stats;
@@ -428,10 +429,81 @@ fn finding_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) 
     }
 }
 
+/// The overall changes, shown first: wall time, steady-state step time, and the time in
+/// each kind of phase, per run (averaged over the runs that have it). Informational: timing
+/// noise is judged by the latency tests and the findings, never here. A phase kind neither
+/// side has is left out.
+fn overall_changes(base: &Side, new: &Side, o: &Options) -> Vec<Change> {
+    let mut out = Vec::new();
+    let mut compare = |what: &str, value: &dyn Fn(&Run) -> Option<u64>| {
+        let mean = |side: &Side| -> Option<f64> {
+            let values: Vec<f64> = side
+                .runs
+                .iter()
+                .filter_map(value)
+                .map(|v| v as f64)
+                .collect();
+            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        };
+        let (Some(b), Some(n)) = (mean(base), mean(new)) else {
+            return;
+        };
+        if b == 0.0 && n == 0.0 {
+            return;
+        }
+        let rel = relative(b, n);
+        out.push(Change {
+            kind: if rel.abs() >= o.threshold {
+                Kind::Changed
+            } else {
+                Kind::Unchanged
+            },
+            what: what.to_string(),
+            base: duration(b as u64),
+            new: duration(n as u64),
+            detail: percent(rel),
+        });
+    };
+    compare("wall time per run", &|r| Some(r.analysed.profile.span_ns()));
+    compare("steady-state step time", &|r| {
+        Some(
+            r.analysed
+                .job
+                .time_axis
+                .as_ref()?
+                .steady
+                .as_ref()?
+                .step
+                .as_ref()?
+                .ns,
+        )
+    });
+    for kind in [
+        PhaseKind::Startup,
+        PhaseKind::Warmup,
+        PhaseKind::Steady,
+        PhaseKind::Pause,
+        PhaseKind::Teardown,
+    ] {
+        compare(&format!("{} time per run", kind.name()), &|r| {
+            let axis = r.analysed.job.time_axis.as_ref()?;
+            let spent = axis
+                .phases
+                .iter()
+                .filter(|ph| ph.kind == kind)
+                .map(|ph| ph.end_unix_ns - ph.start_unix_ns);
+            Some(crate::profile::total(spent))
+        });
+    }
+    out
+}
+
 #[derive(Serialize)]
 pub struct DiffReport {
     pub base_runs: usize,
     pub new_runs: usize,
+    /// Wall time, steady-state step time and time per phase kind (`overall_changes`).
+    pub overall: Vec<Change>,
     pub regressions: usize,
     pub changes: Vec<Change>,
     /// Whether either side's data is incomplete (calls the shim did not record), and why.
@@ -441,6 +513,7 @@ pub struct DiffReport {
 
 pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
     let (base, new) = (Side::new(base_runs), Side::new(new_runs));
+    let overall = overall_changes(&base, &new, o);
     let mut changes = Vec::new();
     latency_changes(&base, &new, o, &mut changes);
     count_changes(&base, &new, o, &mut changes);
@@ -468,6 +541,7 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
         notes,
         base_runs: base_runs.len(),
         new_runs: new_runs.len(),
+        overall,
         regressions: changes
             .iter()
             .filter(|c| c.kind == Kind::Regression)
@@ -507,6 +581,12 @@ fn render(r: &DiffReport, o: &Options) -> String {
     );
     for note in &r.notes {
         out.push_str(&format!("note: {note}\n"));
+    }
+    for c in &r.overall {
+        out.push_str(&format!(
+            "  {:<11} {:<44} {:>10} -> {:<10} {}\n",
+            "overall", c.what, c.base, c.new, c.detail
+        ));
     }
     let mut unchanged = 0;
     for c in &r.changes {
@@ -681,6 +761,81 @@ mod tests {
         );
         let same = compare(&nccl_runs(10, 20), &nccl_runs(10, 20), &options());
         assert_eq!(same.regressions, 0, "{:?}", same.changes);
+    }
+
+    /// Three runs of one process: `startup_windows` windows of init, then `loop_windows`
+    /// of a loop with 20 launches and a 2-range NVTX step of `step_ms` each.
+    fn timed_runs(startup_windows: usize, loop_windows: usize, step_ms: u64) -> Vec<Run> {
+        use crate::phases::fixtures::{timeline, times, MS, T0, W};
+        use gpuspy_format::timeline::NvtxRanges;
+        (0..3)
+            .map(|i| {
+                let mut w = times(
+                    startup_windows,
+                    W {
+                        init_ns: 10 * MS,
+                        ..W::default()
+                    },
+                );
+                w.extend(times(
+                    loop_windows,
+                    W {
+                        launches: 20,
+                        ..W::default()
+                    },
+                ));
+                let mut t = timeline(&w, false);
+                t.nvtx = vec![NvtxRanges {
+                    name: "step".into(),
+                    count: 100,
+                    total_ns: 100 * step_ms * MS,
+                    ..NvtxRanges::default()
+                }];
+                let mut p = run(1.0).build();
+                let me = &mut p.processes[0];
+                me.start_unix_ns = T0;
+                me.stop_unix_ns = T0 + w.len() as u64 * 10 * MS;
+                me.timeline = Some(Box::new(t));
+                Run {
+                    name: format!("run{i}"),
+                    analysed: analyse::merged(p),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn wall_time_step_time_and_phases_come_first() {
+        // Start-up 300 ms -> 100 ms, the loop 1 s either way, the step 5 ms -> 4 ms.
+        let r = compare(&timed_runs(30, 100, 5), &timed_runs(10, 100, 4), &options());
+        let overall: Vec<(&str, &str, &str, &str)> = r
+            .overall
+            .iter()
+            .map(|c| {
+                (
+                    c.what.as_str(),
+                    c.base.as_str(),
+                    c.new.as_str(),
+                    c.detail.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            overall,
+            [
+                ("wall time per run", "1.30 s", "1.10 s", "-15.4 %"),
+                ("steady-state step time", "5.00 ms", "4.00 ms", "-20.0 %"),
+                ("start-up time per run", "300 ms", "100 ms", "-66.7 %"),
+                ("steady time per run", "1.00 s", "1.00 s", "+0.0 %"),
+            ]
+        );
+        assert_eq!(r.overall[3].kind, Kind::Unchanged);
+        let text = render(&r, &options());
+        let first = text.lines().nth(1).unwrap();
+        assert!(
+            first.starts_with("  overall     wall time per run"),
+            "{text}"
+        );
     }
 
     #[test]

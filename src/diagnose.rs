@@ -172,6 +172,11 @@ pub trait Rule: Sync {
     /// Markdown. The first line is the one-line summary used in tables.
     fn doc(&self) -> &'static str;
     fn check(&self, profile: &Profile) -> Outcome;
+    /// Whether the rule judges the start-up rather than the steady state: where a timeline
+    /// gives a steady state, its warnings come after the steady state's.
+    fn judges_startup(&self) -> bool {
+        false
+    }
 }
 
 /// One layer's result.
@@ -210,9 +215,13 @@ pub fn diagnose(profile: &Profile) -> Diagnosis {
             Outcome::NoData(missing) => no_data.push((rule.layer(), rule.id(), missing)),
         }
     }
+    // The verdict is the loop's: with a steady state, start-up findings come after it.
+    let steady = crate::phases::steady(profile).is_some();
+    let late = |f: &Finding| steady && crate::rules::find(f.id).is_some_and(|r| r.judges_startup());
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
+            .then(late(a).cmp(&late(b)))
             .then(b.impact.total_cmp(&a.impact))
             .then(a.id.cmp(b.id))
     });

@@ -16,6 +16,7 @@ mod cmd_run;
 mod collectives;
 mod diagnose;
 mod load;
+mod phases;
 mod profile;
 mod render_json;
 mod render_text;

@@ -119,8 +119,6 @@ pub struct ProcessInfo {
     /// The token of the `gpuspy run` that started it (`runs`).
     pub run_token: Option<String>,
     /// The time axis of the latest image (dumps of schema 2 on).
-    // Read by the phases and views of issue 13 (CLI side), not merged yet.
-    #[allow(dead_code)]
     pub timeline: Option<Box<gpuspy_format::timeline::Timeline>>,
 }
 

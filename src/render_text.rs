@@ -3,6 +3,7 @@
 //! layout (`numbers` below checks that).
 
 use crate::diagnose::{Finding, Severity};
+use crate::phases::StepSource;
 use crate::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
 use gpuspy_format::Ending;
 use std::fmt::Write;
@@ -152,6 +153,11 @@ fn diagnosis(out: &mut String, r: &Report) {
         }
         None => {
             let _ = match r.gpu_busy_share {
+                _ if r.unexplained_idle.is_some() => writeln!(
+                    out,
+                    "\nVerdict: GPU idle {} of the steady state; cause not identified.",
+                    percent(r.unexplained_idle)
+                ),
                 Some(busy) if r.gpu_bound => writeln!(
                     out,
                     "\nVerdict: GPU-bound. Kernels ran {:.1} % of the GPU's activity span and nothing blocks: only faster (or fewer) kernels make this run faster.",
@@ -225,6 +231,81 @@ fn call_sites(out: &mut String, f: &Finding, indent: &str) {
             site.calls
         );
     }
+}
+
+/// Phases shown in the text; the rest are in `--json`.
+const PHASES_SHOWN: usize = 12;
+
+/// The job's phases with their times, what start-up went on, and the steady state's GPU
+/// idle time by cause; nothing for dumps without a timeline.
+fn phases(out: &mut String, r: &Report) {
+    if r.phases.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nPhases (from the first process start)");
+    for ph in r.phases.iter().take(PHASES_SHOWN) {
+        let _ = writeln!(
+            out,
+            "  {:<9} {:>10} to {:<10}{}",
+            ph.kind.name(),
+            duration(ph.start_ns),
+            duration(ph.end_ns),
+            ph.name
+                .as_deref()
+                .map_or_else(String::new, |n| format!("  {n}"))
+        );
+    }
+    if r.phases.len() > PHASES_SHOWN {
+        let _ = writeln!(
+            out,
+            "  ... {} more in --json",
+            r.phases.len() - PHASES_SHOWN
+        );
+    }
+    if let Some(st) = &r.startup {
+        let _ = writeln!(
+            out,
+            "  start-up {}: CUDA init {}, module loading and JIT {}, other driver calls {}, outside the driver {}",
+            duration(st.ns),
+            duration(st.init_ns),
+            duration(st.module_ns),
+            duration(st.other_driver_ns),
+            duration(st.outside_driver_ns)
+        );
+    }
+    let Some(s) = &r.steady_state else {
+        let _ = writeln!(out, "  no steady state: no stretch of GPU work");
+        return;
+    };
+    let mut line = format!(
+        "  steady state {}: {} launches/s, host blocked in syncs {}",
+        duration(s.ns),
+        s.launches_per_s,
+        percent(Some(s.blocked_share))
+    );
+    if let Some(idle) = s.gpu_idle_share {
+        let causes: Vec<String> = s
+            .idle
+            .iter()
+            .map(|i| format!("{} {}", i.cause.describe(), percent(Some(i.share))))
+            .collect();
+        let _ = write!(line, ", GPU idle {}", percent(Some(idle)));
+        if !causes.is_empty() {
+            let _ = write!(line, " ({})", causes.join(", "));
+        }
+    }
+    if let Some(step) = &s.step {
+        let _ = write!(
+            line,
+            "; step {} ({})",
+            duration(step.ns),
+            match &step.source {
+                StepSource::Nvtx(name) => format!("NVTX {name}"),
+                StepSource::SyncPeriod => "sync period".to_string(),
+            }
+        );
+    }
+    let _ = writeln!(out, "{line}");
 }
 
 /// Process-devices shown in the GPU section; the rest are in `--json`.
@@ -488,6 +569,7 @@ pub fn render(r: &Report, per_process: bool) -> String {
     // The diagnosis first (README), then who the processes were.
     if !r.apis.is_empty() {
         diagnosis(&mut out, r);
+        phases(&mut out, r);
     }
     ranks(&mut out, r);
     if per_process {

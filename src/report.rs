@@ -7,6 +7,7 @@
 use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, Imbalance};
 use crate::collectives::{collectives, link_peak};
 use crate::diagnose::{Finding, LayerStatus};
+use crate::phases::{IdleKind, Phase, PhaseKind, Startup, SteadyState, Step};
 use crate::profile::{Api, Latency, ProcessInfo};
 use crate::runs::{runs, Run};
 use gpuspy_format::gpu::{Device, Gpu};
@@ -24,6 +25,17 @@ pub struct Report<'a> {
     /// The runs the dumps come from, earliest first; more than one when a directory held
     /// several (`runs`).
     pub runs: Vec<Run>,
+    /// The earliest process start, Unix ns: the origin of every phase's `start_ns` and
+    /// `end_ns`.
+    pub start_unix_ns: u64,
+    /// The job's phases (empty for dumps without a timeline).
+    pub phases: Vec<PhaseRow>,
+    /// The start-up of the process whose start-up took longest.
+    pub startup: Option<Startup>,
+    /// The job's steady state, where the timelines reached one.
+    pub steady_state: Option<SteadyRow>,
+    /// The steady state's GPU idle share where it is large and no warning explains it.
+    pub unexplained_idle: Option<f64>,
     pub processes: Vec<ProcessRow>,
     pub gpu: Vec<GpuRow<'a>>,
     /// The job's span: earliest start to latest dump.
@@ -126,6 +138,95 @@ pub struct ProcessRow {
     pub launches: u64,
     pub unrecorded_calls: u64,
     pub verdict: Option<&'static str>,
+    pub start_unix_ns: u64,
+    /// Its own phases (empty without a timeline), times from the report's `start_unix_ns`.
+    pub phases: Vec<PhaseRow>,
+    pub startup: Option<Startup>,
+}
+
+/// One phase, its times in ns from the report's `start_unix_ns`.
+#[derive(Serialize)]
+pub struct PhaseRow {
+    pub kind: PhaseKind,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl PhaseRow {
+    fn of(p: &Phase, origin: u64) -> PhaseRow {
+        PhaseRow {
+            kind: p.kind,
+            start_ns: p.start_unix_ns.saturating_sub(origin),
+            end_ns: p.end_unix_ns.saturating_sub(origin),
+            name: p.name.clone(),
+        }
+    }
+}
+
+/// What the steady state was made of, and where its GPU idle time went.
+#[derive(Serialize)]
+pub struct SteadyRow {
+    /// Steady time summed over the processes.
+    pub ns: u64,
+    pub launches: u64,
+    pub launches_per_s: f64,
+    /// Host time blocked in explicit syncs and sync copies, and its share of `ns`.
+    pub blocked_ns: u64,
+    pub blocked_share: f64,
+    /// Device time of the steady state with CUPTI windows (summed over devices, sampled
+    /// windows scaled to whole ones), the busy part, and the idle part's share; null
+    /// without the GPU side.
+    pub gpu_ns: Option<u64>,
+    pub gpu_busy_ns: Option<u64>,
+    pub gpu_idle_share: Option<f64>,
+    /// Idle time per cause, largest first.
+    pub idle: Vec<IdleRow>,
+    pub step: Option<Step>,
+}
+
+#[derive(Serialize)]
+pub struct IdleRow {
+    pub cause: IdleKind,
+    /// The rule whose fix gives it back.
+    pub rule: Option<&'static str>,
+    pub ns: u64,
+    /// `ns` over `gpu_ns`.
+    pub share: f64,
+}
+
+fn steady_row(s: &SteadyState) -> SteadyRow {
+    let blocked = s
+        .host
+        .blocked_ns(&[SyncCause::Explicit, SyncCause::SyncCopy]);
+    let g = s.gpu.as_ref();
+    let mut idle: Vec<IdleRow> = g
+        .map(|g| {
+            g.idle
+                .iter()
+                .map(|(&cause, &ns)| IdleRow {
+                    cause,
+                    rule: cause.rule(),
+                    ns,
+                    share: g.share(cause),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    idle.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
+    SteadyRow {
+        ns: s.ns,
+        launches: s.host.launches,
+        launches_per_s: s.per_s(s.host.launches).round(),
+        blocked_ns: blocked,
+        blocked_share: crate::diagnose::share(blocked, s.ns),
+        gpu_ns: g.map(|g| g.ns),
+        gpu_busy_ns: g.map(|g| g.busy_ns),
+        gpu_idle_share: g.map(|g| crate::diagnose::share(g.idle_ns(), g.ns)),
+        idle,
+        step: s.step.clone(),
+    }
 }
 
 #[derive(Serialize)]
@@ -366,13 +467,46 @@ impl<'a> Report<'a> {
         let driver = p.driver_ns();
         let (common, differ) = rank_verdicts(&a.processes);
         let peak = link_peak(p);
+        let origin = p
+            .processes
+            .iter()
+            .map(|pr| pr.start_unix_ns)
+            .min()
+            .unwrap_or(0);
+        let axis = a.job.time_axis.as_ref();
+        let process_axis = |i: usize| axis.and_then(|x| x.processes.get(i)?.as_ref());
         Report {
             schema_version: SCHEMA_VERSION,
             runs: runs(p),
+            start_unix_ns: origin,
+            phases: axis.map_or_else(Vec::new, |x| {
+                x.phases.iter().map(|ph| PhaseRow::of(ph, origin)).collect()
+            }),
+            startup: axis.and_then(|x| {
+                x.processes
+                    .iter()
+                    .flatten()
+                    .map(|pa| pa.startup.clone())
+                    .max_by_key(|st| st.ns)
+            }),
+            steady_state: axis.and_then(|x| x.steady.as_ref()).map(steady_row),
+            unexplained_idle: a.job.unexplained_idle,
             processes: p
                 .processes
                 .iter()
-                .map(|pr| process_row(pr, a.process_verdict(pr).and_then(|v| v.verdict)))
+                .enumerate()
+                .map(|(i, pr)| {
+                    let mut row = process_row(pr, a.process_verdict(pr).and_then(|v| v.verdict));
+                    if let Some(pa) = process_axis(i) {
+                        row.phases = pa
+                            .phases
+                            .iter()
+                            .map(|ph| PhaseRow::of(ph, origin))
+                            .collect();
+                        row.startup = Some(pa.startup.clone());
+                    }
+                    row
+                })
                 .collect(),
             gpu: p
                 .processes
@@ -511,6 +645,9 @@ fn process_row(pr: &ProcessInfo, verdict: Option<&'static str>) -> ProcessRow {
         launches: pr.launches,
         unrecorded_calls: pr.unrecorded_calls,
         verdict,
+        start_unix_ns: pr.start_unix_ns,
+        phases: Vec::new(),
+        startup: None,
     }
 }
 

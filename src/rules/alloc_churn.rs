@@ -1,4 +1,5 @@
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
+use crate::phases::{in_steady, IdleKind, SteadyState};
 use crate::profile::Profile;
 use gpuspy_format::{base_name, SyncCause};
 
@@ -44,35 +45,69 @@ more of the steady-state time.
 
 Impact: the share of the steady-state time spent allocating and freeing.
 
+With a timeline (dumps of schema 2), the calls are the steady state's (the run's calls in
+the proportion of the timeline's allocations and frees that fell in it, and their time in
+the same proportion), and where the GPU side is there the impact is the GPU idle time that
+began while the host was allocating or freeing, over the steady device time.
+
 Fix: let a caching allocator reuse memory. In PyTorch, keep the caching allocator on
 (unset `PYTORCH_NO_CUDA_MEMORY_CACHING`), or use `PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync`.
 In CuPy, keep the default memory pool. Elsewhere, allocate buffers once outside the loop
 and reuse them, or use `cudaMallocAsync` pools."
     }
     fn check(&self, p: &Profile) -> Outcome {
-        let steady = p.steady_ns();
         let sum = |names: &[&str]| -> (u64, u64) {
             names
                 .iter()
                 .fold((0, 0), |(n, t), a| (n + p.calls(a), t + p.total_ns(a)))
         };
-        let (allocs, alloc_ns) = sum(ALLOCS);
-        let (frees, free_ns) = sum(FREES);
+        let (mut allocs, mut alloc_ns) = sum(ALLOCS);
+        let (mut frees, mut free_ns) = sum(FREES);
+        let (mut steady, mut of_steady) = (p.steady_ns(), "the steady-state time");
+        let steady_state = crate::phases::steady(p);
+        if let Some(s) = &steady_state {
+            let fraction = |n| {
+                in_steady(
+                    n,
+                    s.host.allocs + s.host.frees,
+                    s.whole.allocs + s.whole.frees,
+                )
+            };
+            (allocs, alloc_ns, frees, free_ns) = (
+                fraction(allocs),
+                fraction(alloc_ns),
+                fraction(frees),
+                fraction(free_ns),
+            );
+            (steady, of_steady) = (s.ns, "the steady state");
+        }
         let calls = allocs + frees;
-        let per_s = calls as f64 / (steady as f64 / 1e9);
+        let per_s = calls as f64 / (steady.max(1) as f64 / 1e9);
         let time_share = share(alloc_ns + free_ns, steady);
-        if calls < MIN_CALLS || per_s < MIN_PER_S || time_share < MIN_SHARE {
+        let gpu = steady_state
+            .as_ref()
+            .and_then(|s: &SteadyState| s.gpu.as_ref());
+        let impact = gpu.map_or(time_share, |g| g.share(IdleKind::Alloc));
+        if calls < MIN_CALLS || per_s < MIN_PER_S || impact < MIN_SHARE {
             return Outcome::Clear;
         }
         let free_syncs = p.sync(SyncCause::Free).map_or(0, |l| l.calls);
+        let summary = match gpu {
+            Some(_) => format!(
+                "{allocs} allocations and {frees} frees went to the driver ({per_s:.0}/s), {:.1} % of {of_steady}; the GPU sat idle while the host allocated {:.1} % of it",
+                time_share * 100.0,
+                impact * 100.0
+            ),
+            None => format!(
+                "{allocs} allocations and {frees} frees went to the driver ({per_s:.0}/s), {:.1} % of {of_steady}",
+                time_share * 100.0
+            ),
+        };
         Outcome::Found(
             Finding::new(
                 self,
-                time_share,
-                format!(
-                    "{allocs} allocations and {frees} frees went to the driver ({per_s:.0}/s), {:.1} % of the steady-state time",
-                    time_share * 100.0
-                ),
+                impact,
+                summary,
                 "Keep a caching allocator on (unset PYTORCH_NO_CUDA_MEMORY_CACHING; CuPy's memory pool); allocate buffers once and reuse them; or cudaMallocAsync pools.",
             )
             .evidence("allocations", allocs)

@@ -1,5 +1,6 @@
 use super::gpu_data::*;
 use crate::diagnose::{share, Finding, Layer, Outcome, Rule};
+use crate::phases::{IdleKind, SteadyGpu, SteadyState};
 use crate::profile::Profile;
 
 /// The GPU waits for input data.
@@ -27,10 +28,21 @@ GPU). Impact: the time in those long gaps over the working span, less the part t
 200 us each), which `um-fault-heavy` claims: that host was faulting pages in, not
 loading data.
 
+With a timeline whose GPU side is there (dumps of schema 2), one-off gaps (a JIT compile,
+an evaluation, a checkpoint) are pauses, not starvation (docs/diagnosis.md, \"Phases\"): the
+impact is the GPU idle time of the steady state that began with the host outside the driver
+(or launching at under 10,000 launches a second) and nothing queued, over the steady device
+time, while the host spent less than half the steady state inside driver calls.
+
 Fix: `DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=...)`, pinned
 memory, prefetch to the GPU on a side stream, decode on the GPU, and cache preprocessed data."
     }
     fn check(&self, p: &Profile) -> Outcome {
+        if let Some(s) = crate::phases::steady(p) {
+            if let Some(g) = &s.gpu {
+                return self.on_steady(&s, g);
+            }
+        }
         let mut any = false;
         let (mut gaps, mut gap_ns, mut span) = (0u64, 0u64, 0u64);
         for (_, _, a) in p.gpu_activity() {
@@ -61,7 +73,7 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
                     pct(impact),
                     pct(in_driver)
                 ),
-                "DataLoader(num_workers=N, persistent_workers=True, pin_memory=True, prefetch_factor=2+); prefetch batches to the GPU on a side stream.",
+                FIX,
             )
             .evidence("long_gaps", gaps)
             .evidence("long_gap_ns", gap_ns)
@@ -70,6 +82,34 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
         )
     }
 }
+
+impl InputStarved {
+    /// The judgement on the steady state of a timeline with its GPU side.
+    fn on_steady(&self, s: &SteadyState, g: &SteadyGpu) -> Outcome {
+        let in_driver = share(s.host.driver_ns, s.ns);
+        let impact = g.share(IdleKind::Host);
+        if in_driver >= HOST_IN_DRIVER_MAX || impact < 0.01 {
+            return Outcome::Clear;
+        }
+        Outcome::Found(
+            Finding::new(
+                self,
+                impact,
+                format!(
+                    "the GPU sat idle with nothing queued while the host worked outside the driver {} of the steady state; the host spent {} of it inside the driver",
+                    pct(impact),
+                    pct(in_driver)
+                ),
+                FIX,
+            )
+            .evidence("host_idle_ns", g.idle.get(&IdleKind::Host).copied().unwrap_or(0))
+            .evidence("steady_device_ns", g.ns)
+            .evidence("host_in_driver_share", in_driver),
+        )
+    }
+}
+
+const FIX: &str = "DataLoader(num_workers=N, persistent_workers=True, pin_memory=True, prefetch_factor=2+); prefetch batches to the GPU on a side stream.";
 
 #[cfg(test)]
 mod tests {

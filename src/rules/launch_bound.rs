@@ -1,5 +1,6 @@
 use super::gpu_data::short_idle_share;
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
+use crate::phases::{IdleKind, SteadyState};
 use crate::profile::{Profile, LAUNCH_APIS};
 use gpuspy_format::SyncCause;
 
@@ -9,6 +10,8 @@ pub struct LaunchBound;
 const MIN_LAUNCHES: u64 = 1000;
 /// A launch every 100 us or more often.
 const MIN_PER_S: f64 = 10_000.0;
+/// The syncs that block the host until the GPU has caught up.
+const CAUSES: [SyncCause; 2] = [SyncCause::Explicit, SyncCause::SyncCopy];
 
 impl Rule for LaunchBound {
     fn id(&self) -> &'static str {
@@ -40,17 +43,27 @@ of the working span the GPU sat idle, less the gaps of 1 ms or more (the host bu
 elsewhere: `input-starved`).
 Without it the finding is a heuristic: large kernels at a high rate would keep the GPU busy.
 
+With a timeline (dumps of schema 2), the launches, their rate and their time are the
+steady state's (docs/diagnosis.md, \"Phases\"), and where the GPU side is there the impact is
+the GPU idle time that began while the host was launching or between launches in windows
+launching 10,000 or more a second (or spending half the window in launch calls), over the
+steady device time: the time a CUDA graph or fused kernels give back, including the
+framework's per-op host work between launches.
+
 Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
 (`torch.cuda.CUDAGraph`, `torch.compile(mode=\"reduce-overhead\")`), fuse elementwise ops
 (`torch.compile`), or increase the batch size."
     }
     fn check(&self, p: &Profile) -> Outcome {
+        if let Some(s) = crate::phases::steady(p) {
+            return self.on_steady(p, &s);
+        }
         let steady = p.steady_ns();
         let (launches, launch_ns) = LAUNCH_APIS
             .iter()
             .fold((0, 0), |(n, t), a| (n + p.calls(a), t + p.total_ns(a)));
         let per_s = launches as f64 / (steady as f64 / 1e9);
-        let blocked: u64 = [SyncCause::Explicit, SyncCause::SyncCopy]
+        let blocked: u64 = CAUSES
             .iter()
             .filter_map(|&c| p.sync(c))
             .map(|l| l.total_ns)
@@ -69,7 +82,7 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
                     1e6 / per_s,
                     launch_share * 100.0
                 ),
-                "Capture the step in a CUDA graph (torch.cuda.CUDAGraph, torch.compile(mode=\"reduce-overhead\")), fuse ops (torch.compile), or use larger batches.",
+                FIX,
             )
             .evidence("launches", launches)
             .evidence("launches_per_s", per_s.round())
@@ -80,6 +93,51 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
         Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
     }
 }
+
+impl LaunchBound {
+    /// The judgement on the steady state of a timeline.
+    fn on_steady(&self, p: &Profile, s: &SteadyState) -> Outcome {
+        let h = &s.host;
+        let per_s = s.per_s(h.launches);
+        let blocked = h.blocked_ns(&CAUSES);
+        if h.launches < MIN_LAUNCHES || per_s < MIN_PER_S {
+            return Outcome::Clear;
+        }
+        let impact = match &s.gpu {
+            Some(g) => g.share(IdleKind::Launch),
+            None if share(blocked, s.ns) >= 0.5 => return Outcome::Clear,
+            None => share(h.launch_ns.min(s.ns - blocked), s.ns),
+        };
+        let f = Finding::new(
+            self,
+            impact,
+            format!(
+                "{} kernel launches at {per_s:.0}/s (one every {:.1} us) in the steady state; {}",
+                h.launches,
+                1e6 / per_s,
+                match s.gpu {
+                    Some(_) => format!(
+                        "the GPU sat idle between them {:.1} % of it",
+                        impact * 100.0
+                    ),
+                    None => format!("launching alone took {:.1} % of it", impact * 100.0),
+                }
+            ),
+            FIX,
+        )
+        .evidence("launches", h.launches)
+        .evidence("launches_per_s", per_s.round())
+        .evidence("launch_ms", ms(h.launch_ns))
+        .evidence("steady_ms", ms(s.ns))
+        .evidence("graph_launches", p.calls("cuGraphLaunch"));
+        Outcome::Found(match &s.gpu {
+            Some(g) => f.evidence("gpu_launch_idle_share", g.share(IdleKind::Launch)),
+            None => f.heuristic(),
+        })
+    }
+}
+
+const FIX: &str = "Capture the step in a CUDA graph (torch.cuda.CUDAGraph, torch.compile(mode=\"reduce-overhead\")), fuse ops (torch.compile), or use larger batches.";
 
 #[cfg(test)]
 mod tests {

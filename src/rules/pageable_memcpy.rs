@@ -1,4 +1,5 @@
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
+use crate::phases::{in_steady, IdleKind};
 use crate::profile::Profile;
 use gpuspy_format::{Direction, HostKind, SyncCause};
 
@@ -27,6 +28,10 @@ time. It fires at 10 or more such copies that take 5 % or more of that time.
 Impact: the blocked share. With pinned memory the same copies run asynchronously and
 overlap the GPU's work.
 
+With a timeline (dumps of schema 2), the blocked time and the copies are the steady
+state's, and where the GPU side is there the impact is the GPU idle time that began while
+the host was inside a pageable copy, over the steady device time.
+
 Fix: pin the host buffers. In PyTorch, `DataLoader(..., pin_memory=True)` and
 `tensor.to('cuda', non_blocking=True)`; `tensor.pin_memory()` for buffers you reuse. In
 CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
@@ -36,9 +41,19 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
         let Some(s) = p.sync(SyncCause::PageableAsyncCopy) else {
             return Outcome::Clear;
         };
-        let steady = p.steady_ns();
-        let blocked_share = share(s.total_ns, steady);
-        if s.calls < MIN_CALLS || blocked_share < MIN_SHARE {
+        let (mut calls, mut blocked, mut steady) = (s.calls, s.total_ns, p.steady_ns());
+        let mut of_steady = "the steady-state time";
+        let mut impact = None;
+        if let Some(st) = crate::phases::steady(p) {
+            let cause = [SyncCause::PageableAsyncCopy];
+            let (part, whole) = (st.host.blocked_ns(&cause), st.whole.blocked_ns(&cause));
+            (calls, blocked, steady) = (in_steady(calls, part, whole), part, st.ns);
+            of_steady = "the steady state";
+            impact = st.gpu.map(|g| g.share(IdleKind::PageableCopy));
+        }
+        let blocked_share = share(blocked, steady);
+        let impact = impact.unwrap_or(blocked_share);
+        if calls < MIN_CALLS || impact < MIN_SHARE {
             return Outcome::Clear;
         }
         let (h2d_calls, h2d_bytes) = p.copied(Direction::HtoD, HostKind::Pageable);
@@ -46,17 +61,16 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
         Outcome::Found(
             Finding::new(
                 self,
-                blocked_share,
+                impact,
                 format!(
-                    "{} async copies from pageable memory blocked the host for {:.1} ms, {:.1} % of the steady-state time",
-                    s.calls,
-                    ms(s.total_ns),
+                    "{calls} async copies from pageable memory blocked the host for {:.1} ms, {:.1} % of {of_steady}",
+                    ms(blocked),
                     blocked_share * 100.0
                 ),
                 "Pin the host buffers: DataLoader(pin_memory=True) and .to('cuda', non_blocking=True); tensor.pin_memory() for reused buffers; CuPy: cupyx.empty_pinned.",
             )
-            .evidence("pageable_async_copies", s.calls)
-            .evidence("blocked_ms", ms(s.total_ns))
+            .evidence("pageable_async_copies", calls)
+            .evidence("blocked_ms", ms(blocked))
             .evidence("steady_ms", ms(steady))
             .evidence("htod_pageable_copies", h2d_calls)
             .evidence("htod_pageable_bytes", h2d_bytes)

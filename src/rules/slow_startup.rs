@@ -1,11 +1,16 @@
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
-use crate::profile::{Profile, STARTUP_APIS};
+use crate::phases::{PhaseKind, TimeAxis, LOADING};
+use crate::profile::{total, Profile, STARTUP_APIS};
 
 /// Driver init, contexts, module loading and JIT take a large part of the run.
 pub struct SlowStartup;
 
 const MIN_SHARE: f64 = 0.25;
 const MIN_NS: u64 = 200_000_000;
+/// With a timeline: module loading and JIT count as slow when they take this long and this
+/// many times the driver's own initialisation.
+const MIN_LOADING_NS: u64 = 500_000_000;
+const LOADING_OVER_INIT: u64 = 2;
 
 impl Rule for SlowStartup {
     fn id(&self) -> &'static str {
@@ -25,12 +30,23 @@ run. On an H200, `cuInit` and the primary context take about 0.3 s together.
 Impact: the start-up share of the run. Short jobs, CI tests and per-request processes pay
 it every time.
 
+With a timeline (dumps of schema 2), start-up is a phase of its own (docs/diagnosis.md,
+\"Phases\"), shown beside the verdict with what it was spent on, and the driver's own
+initialisation (`cuInit`, the primary context: about 0.3 s that every process pays) is never
+a finding. The rule fires only when module loading and JIT, in the start-up and in the
+pauses they cause later, take 0.5 s or more, at least twice the driver's initialisation,
+and 25 % or more of the processes' wall time; the impact is that share. Its warning comes
+after the steady state's: the verdict is the loop's.
+
 Fix: keep processes alive (persistent workers, a server instead of one process per
 request); set `CUDA_MODULE_LOADING=LAZY` (the default since CUDA 12.2); keep JIT caches
 warm across runs (`CUDA_CACHE_MAXSIZE`, `TRITON_CACHE_DIR`, TorchInductor's FX graph
 cache); don't create contexts per task."
     }
     fn check(&self, p: &Profile) -> Outcome {
+        if let Some(axis) = crate::phases::time_axis(p) {
+            return self.on_axis(p, &axis);
+        }
         let startup = p.startup_ns();
         let active = p.active_ns();
         let startup_share = share(startup, active);
@@ -45,7 +61,7 @@ cache); don't create contexts per task."
                 ms(startup),
                 startup_share * 100.0
             ),
-            "Keep processes alive (persistent workers/servers); CUDA_MODULE_LOADING=LAZY; keep JIT caches warm (CUDA_CACHE_MAXSIZE, TRITON_CACHE_DIR, Inductor FX graph cache).",
+            FIX,
         )
         .evidence("startup_ms", ms(startup))
         .evidence("active_ms", ms(active));
@@ -57,7 +73,57 @@ cache); don't create contexts per task."
         }
         Outcome::Found(finding)
     }
+
+    fn judges_startup(&self) -> bool {
+        true
+    }
 }
+
+impl SlowStartup {
+    /// The judgement on the phases of timelines.
+    fn on_axis(&self, p: &Profile, axis: &TimeAxis) -> Outcome {
+        let processes = || axis.processes.iter().flatten();
+        let init = total(processes().map(|a| a.startup.init_ns));
+        let in_startup = total(processes().map(|a| a.startup.module_ns));
+        let pauses = total(
+            processes()
+                .flat_map(|a| &a.phases)
+                .filter(|ph| ph.kind == PhaseKind::Pause && ph.name.as_deref() == Some(LOADING))
+                .map(|ph| ph.end_unix_ns - ph.start_unix_ns),
+        );
+        let loading = in_startup + pauses;
+        let wall = p.process_wall_ns();
+        let loading_share = share(loading, wall);
+        if loading < MIN_LOADING_NS
+            || loading < LOADING_OVER_INIT * init
+            || loading_share < MIN_SHARE
+        {
+            return Outcome::Clear;
+        }
+        Outcome::Found(
+            Finding::new(
+                self,
+                loading_share,
+                format!(
+                    "module loading and JIT took {:.0} ms ({:.0} ms in start-up, {:.0} ms in pauses), {:.1} % of the wall time, against {:.0} ms of driver initialisation",
+                    ms(loading),
+                    ms(in_startup),
+                    ms(pauses),
+                    loading_share * 100.0,
+                    ms(init)
+                ),
+                FIX,
+            )
+            .evidence("loading_ms", ms(loading))
+            .evidence("startup_loading_ms", ms(in_startup))
+            .evidence("loading_pause_ms", ms(pauses))
+            .evidence("init_ms", ms(init))
+            .evidence("wall_ms", ms(wall)),
+        )
+    }
+}
+
+const FIX: &str = "Keep processes alive (persistent workers/servers); CUDA_MODULE_LOADING=LAZY; keep JIT caches warm (CUDA_CACHE_MAXSIZE, TRITON_CACHE_DIR, Inductor FX graph cache).";
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,6 @@
 use super::gpu_data::short_idle_share;
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
+use crate::phases::{in_steady, IdleKind, SteadyState};
 use crate::profile::Profile;
 use gpuspy_format::{Direction, HostKind, SyncCause};
 
@@ -9,6 +10,11 @@ pub struct SyncStalled;
 /// Syncs more often than this per second are part of every step, not of the run's end.
 const MIN_SYNCS_PER_S: f64 = 20.0;
 const MIN_SHARE: f64 = 0.10;
+/// With the GPU side of a timeline: the least share of the steady state the GPU must sit
+/// idle after syncs.
+const MIN_IDLE_SHARE: f64 = 0.01;
+/// The syncs that block the host until the GPU has caught up.
+const CAUSES: [SyncCause; 2] = [SyncCause::Explicit, SyncCause::SyncCopy];
 
 impl Rule for SyncStalled {
     fn id(&self) -> &'static str {
@@ -37,18 +43,24 @@ of the working span the GPU sat idle, less the gaps of 1 ms or more (the host bu
 elsewhere: `input-starved`).
 Without it the finding is a heuristic: the GPU may have been busy for all of H as well.
 
+With a timeline (dumps of schema 2), every figure is the steady state's (docs/diagnosis.md,
+\"Phases\"), and where the GPU side is there the impact is measured, not bounded: the GPU idle
+time that began when a sync returned and the host went on working with nothing queued
+(`after-sync` idle), over the steady device time. That is what the loop loses to the sync:
+`.item()` then 3.5 ms of host work idles the GPU for those 3.5 ms every step. The rule
+fires at 20 or more syncs a second with 1 % or more of the steady state idle after them.
+
 Fix: take synchronisation out of the step. Drop `.item()`, `.cpu()`, `.tolist()` and
 `print(tensor)` from the loop (accumulate metrics on the GPU and read them every N steps),
 avoid `torch.cuda.synchronize()` outside timing code, use `non_blocking=True` copies with
 events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
     }
     fn check(&self, p: &Profile) -> Outcome {
+        if let Some(s) = crate::phases::steady(p) {
+            return self.on_steady(p, &s);
+        }
         let steady = p.steady_ns();
-        let causes = [SyncCause::Explicit, SyncCause::SyncCopy];
-        let (calls, blocked) = causes
-            .iter()
-            .filter_map(|&c| p.sync(c))
-            .fold((0, 0), |(n, t), l| (n + l.calls, t + l.total_ns));
+        let (calls, blocked) = run_syncs(p);
         let per_s = calls as f64 / (steady as f64 / 1e9);
         let blocked_share = share(blocked, steady);
         if per_s < MIN_SYNCS_PER_S || blocked_share < MIN_SHARE {
@@ -58,10 +70,6 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
         let idle = short_idle_share(p);
         let bound = share(blocked.min(working), steady);
         let impact = idle.map_or(bound, |i| bound.min(i));
-        let (small_dtoh, _) = p.copied(Direction::DtoH, HostKind::Pinned);
-        let item_like = p
-            .calls("cuMemcpyDtoHAsync")
-            .min(p.calls("cuStreamSynchronize"));
         let f = Finding::new(
                 self,
                 impact,
@@ -70,19 +78,86 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
                     blocked_share * 100.0,
                     impact * 100.0
                 ),
-                "Drop .item()/.cpu()/print(tensor) from the step (read metrics every N steps); no torch.cuda.synchronize() in the loop; non_blocking copies with events.",
+                FIX,
             )
             .evidence("sync_calls", calls)
             .evidence("syncs_per_s", (per_s * 10.0).round() / 10.0)
             .evidence("blocked_ms", ms(blocked))
             .evidence("blocked_share", blocked_share)
-            .evidence("steady_ms", ms(steady))
-            .evidence("dtoh_copy_then_sync_pairs", item_like)
-            .evidence("dtoh_copies_to_pinned", small_dtoh)
-            .evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN))
-            .call_sites(p, blocked, |s| s.cause.is_some_and(|c| causes.contains(&c)));
+            .evidence("steady_ms", ms(steady));
+        let f = item_like(f, p).evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN));
         Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
     }
+}
+
+impl SyncStalled {
+    /// The judgement on the steady state of a timeline.
+    fn on_steady(&self, p: &Profile, s: &SteadyState) -> Outcome {
+        let blocked = s.host.blocked_ns(&CAUSES);
+        let (run_calls, _) = run_syncs(p);
+        let calls = in_steady(run_calls, blocked, s.whole.blocked_ns(&CAUSES));
+        let per_s = s.per_s(calls);
+        let blocked_share = share(blocked, s.ns);
+        let (impact, summary) = match &s.gpu {
+            Some(g) => {
+                let idle = g.share(IdleKind::AfterSync);
+                if per_s < MIN_SYNCS_PER_S || idle < MIN_IDLE_SHARE {
+                    return Outcome::Clear;
+                }
+                (idle, format!(
+                    "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; after each wait the GPU sat idle while the host worked, {:.1} % of the steady state, which removing the syncs would save",
+                    blocked_share * 100.0,
+                    idle * 100.0
+                ))
+            }
+            None => {
+                if per_s < MIN_SYNCS_PER_S || blocked_share < MIN_SHARE {
+                    return Outcome::Clear;
+                }
+                let bound = share(blocked.min(s.ns - blocked), s.ns);
+                (bound, format!(
+                    "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; overlapping host and GPU would save at most {:.1} %",
+                    blocked_share * 100.0,
+                    bound * 100.0
+                ))
+            }
+        };
+        let f = Finding::new(self, impact, summary, FIX)
+            .evidence("sync_calls", run_calls)
+            .evidence("steady_sync_calls", calls)
+            .evidence("syncs_per_s", (per_s * 10.0).round() / 10.0)
+            .evidence("blocked_ms", ms(blocked))
+            .evidence("blocked_share", blocked_share)
+            .evidence("steady_ms", ms(s.ns));
+        let f = item_like(f, p);
+        Outcome::Found(match &s.gpu {
+            Some(g) => f.evidence("gpu_after_sync_idle_share", g.share(IdleKind::AfterSync)),
+            None => f.heuristic(),
+        })
+    }
+}
+
+const FIX: &str = "Drop .item()/.cpu()/print(tensor) from the step (read metrics every N steps); no torch.cuda.synchronize() in the loop; non_blocking copies with events.";
+
+/// The run's blocking syncs: (calls, time blocked).
+fn run_syncs(p: &Profile) -> (u64, u64) {
+    CAUSES
+        .iter()
+        .filter_map(|&c| p.sync(c))
+        .fold((0, 0), |(n, t), l| (n + l.calls, t + l.total_ns))
+}
+
+/// The evidence of `.item()`-like reads (a small copy to the host, then a sync) and the
+/// Python lines that waited, as shares of the run's blocking syncs.
+fn item_like(f: Finding, p: &Profile) -> Finding {
+    let (small_dtoh, _) = p.copied(Direction::DtoH, HostKind::Pinned);
+    let pairs = p
+        .calls("cuMemcpyDtoHAsync")
+        .min(p.calls("cuStreamSynchronize"));
+    let (_, blocked) = run_syncs(p);
+    f.evidence("dtoh_copy_then_sync_pairs", pairs)
+        .evidence("dtoh_copies_to_pinned", small_dtoh)
+        .call_sites(p, blocked, |s| s.cause.is_some_and(|c| CAUSES.contains(&c)))
 }
 
 #[cfg(test)]

@@ -1,0 +1,1078 @@
+//! The time axis judged: each process's timeline (`format::timeline`) split into phases
+//! (start-up, warm-up, steady state, pauses, teardown), the job's steady state (where every
+//! process is steady), and what the GPU's idle time in it is due to. The rules measure
+//! per-step problems against this steady state; dumps without a timeline have none, and
+//! the rules keep their whole-run model. docs/diagnosis.md, "Phases", gives the method and
+//! where it fails.
+
+use crate::profile::{total, ProcessInfo, Profile};
+use gpuspy_format::timeline::{HostEventKind, HostWindows, IdleCause, Timeline};
+use gpuspy_format::SyncCause;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A stretch without GPU work at least this long, inside the loop, is a pause (unless such
+/// stretches recur: `RECURRING_GAPS`).
+pub const PAUSE_MIN_NS: u64 = 100_000_000;
+/// Long stretches without work recur, and belong to the steady state (a loop that waits
+/// for its data every step), when there are at least this many and they take at least
+/// `RECURRING_SHARE` of the time between the first and last window with work.
+const RECURRING_GAPS: usize = 3;
+const RECURRING_SHARE: f64 = 0.25;
+/// A window spent this share or more in module loading, JIT and driver init is loading.
+const LOADING_SHARE: f64 = 0.25;
+/// Blocked or GPU-busy time of at least this share makes a window one with work.
+const WORK_SHARE: f64 = 0.1;
+/// Host idle time in a window that launches at least once per this much time (10,000
+/// launches a second, the launch-bound rule's rate), or spends half of it launching, is
+/// launch overhead; otherwise host work (data loading, Python).
+pub const LAUNCH_GAP_NS: u64 = 100_000;
+/// The name of a pause in which modules were loaded (a JIT compile, lazy loading).
+pub const LOADING: &str = "module loading or JIT";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PhaseKind {
+    Startup,
+    Warmup,
+    Steady,
+    Pause,
+    Teardown,
+}
+
+impl PhaseKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PhaseKind::Startup => "start-up",
+            PhaseKind::Warmup => "warm-up",
+            PhaseKind::Steady => "steady",
+            PhaseKind::Pause => "pause",
+            PhaseKind::Teardown => "teardown",
+        }
+    }
+}
+
+/// One phase, in Unix ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub kind: PhaseKind,
+    pub name: Option<String>,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+}
+
+/// What the host was doing when GPU idle time began, as the rules see it: the timeline's
+/// `IdleCause`, with `Host` split into launch overhead and other host work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdleKind {
+    AfterSync,
+    Launch,
+    Host,
+    PageableCopy,
+    Alloc,
+    Collective,
+    Unknown,
+}
+
+impl IdleKind {
+    /// How the text report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            IdleKind::AfterSync => "after a sync",
+            IdleKind::Launch => "launching",
+            IdleKind::Host => "host work",
+            IdleKind::PageableCopy => "pageable copies",
+            IdleKind::Alloc => "allocating",
+            IdleKind::Collective => "in collectives",
+            IdleKind::Unknown => "unknown",
+        }
+    }
+
+    /// The rule whose fix gives this idle time back.
+    pub fn rule(self) -> Option<&'static str> {
+        match self {
+            IdleKind::AfterSync => Some("sync-stalled"),
+            IdleKind::Launch => Some("launch-bound"),
+            IdleKind::Host => Some("input-starved"),
+            IdleKind::PageableCopy => Some("pageable-memcpy"),
+            IdleKind::Alloc => Some("alloc-churn"),
+            IdleKind::Collective => Some("rank-straggler"),
+            IdleKind::Unknown => None,
+        }
+    }
+}
+
+/// Where a process's start-up time went.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Startup {
+    /// From the process start to the first window with GPU work.
+    pub ns: u64,
+    /// `cuInit` and context creation; module loading, linking and JIT; other driver calls;
+    /// the rest (imports, host set-up: outside the driver).
+    pub init_ns: u64,
+    pub module_ns: u64,
+    pub other_driver_ns: u64,
+    pub outside_driver_ns: u64,
+}
+
+/// One process's phases.
+#[derive(Debug, Clone)]
+pub struct ProcessAxis {
+    pub phases: Vec<Phase>,
+    pub startup: Startup,
+    /// Per window of its timeline: whether it is in the steady state.
+    steady: Vec<bool>,
+}
+
+/// The steady state's GPU side: device time observed (scaled to whole windows), busy and
+/// idle time per cause, summed over devices.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SteadyGpu {
+    pub ns: u64,
+    pub busy_ns: u64,
+    pub idle: BTreeMap<IdleKind, u64>,
+}
+
+impl SteadyGpu {
+    pub fn idle_ns(&self) -> u64 {
+        total(self.idle.values().copied())
+    }
+
+    /// The share of the steady device time idle for `kind`.
+    pub fn share(&self, kind: IdleKind) -> f64 {
+        crate::diagnose::share(self.idle.get(&kind).copied().unwrap_or(0), self.ns)
+    }
+}
+
+/// How a step was found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "source", content = "name")]
+pub enum StepSource {
+    /// The mean length of the NVTX ranges of this name.
+    Nvtx(String),
+    /// The median spacing of the blocking syncs sampled in the steady state.
+    SyncPeriod,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub ns: u64,
+    #[serde(flatten)]
+    pub source: StepSource,
+}
+
+/// Host-side counters summed over windows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    pub calls: u64,
+    pub launches: u64,
+    pub driver_ns: u64,
+    pub launch_ns: u64,
+    pub allocs: u64,
+    pub frees: u64,
+    pub blocked: BTreeMap<SyncCause, u64>,
+}
+
+impl Counters {
+    fn add(&mut self, h: &HostWindows, i: usize) {
+        self.calls += at(&h.calls, i);
+        self.launches += at(&h.launches, i);
+        self.driver_ns += at(&h.driver_ns, i);
+        self.launch_ns += at(&h.launch_ns, i);
+        self.allocs += at(&h.allocs, i);
+        self.frees += at(&h.frees, i);
+        for c in &h.blocked_ns {
+            *self.blocked.entry(c.cause).or_default() += at(&c.ns, i);
+        }
+    }
+
+    pub fn blocked_ns(&self, causes: &[SyncCause]) -> u64 {
+        total(
+            causes
+                .iter()
+                .map(|c| self.blocked.get(c).copied().unwrap_or(0)),
+        )
+    }
+}
+
+/// The steady state of every process summed, with the GPU side where CUPTI reported it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SteadyState {
+    /// Host time: the steady windows' lengths, summed over the processes.
+    pub ns: u64,
+    pub host: Counters,
+    /// The same counters over the whole timelines of the same processes: the timeline
+    /// counts blocked time and allocations per window, not every kind of call, so a rule
+    /// takes the steady share of a whole-run count in proportion (`in_steady`).
+    pub whole: Counters,
+    pub gpu: Option<SteadyGpu>,
+    pub step: Option<Step>,
+}
+
+impl SteadyState {
+    /// Events per second of steady time.
+    pub fn per_s(&self, n: u64) -> f64 {
+        n as f64 / (self.ns.max(1) as f64 / 1e9)
+    }
+}
+
+/// The part of a whole-run figure `run_value` that falls in the steady state, taken in
+/// proportion to a quantity the timeline has both for the steady state and the whole run.
+pub fn in_steady(run_value: u64, steady_part: u64, whole_part: u64) -> u64 {
+    scale(run_value, steady_part, whole_part).min(run_value)
+}
+
+/// The judged time axis of a profile: one entry per process (None without a timeline), the
+/// job's phases, and its steady state (None when no process reached one).
+#[derive(Debug, Clone)]
+pub struct TimeAxis {
+    pub processes: Vec<Option<ProcessAxis>>,
+    pub phases: Vec<Phase>,
+    pub steady: Option<SteadyState>,
+}
+
+/// The time axis of `p`; None when no dump has a timeline (schema 1), where every judgement
+/// keeps the whole-run model.
+pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
+    let processes: Vec<Option<ProcessAxis>> = p.processes.iter().map(process_axis).collect();
+    if processes.iter().all(Option::is_none) {
+        return None;
+    }
+    // A launcher's agent makes driver calls but no GPU work: it never holds the job back.
+    let steady_spans: Vec<Vec<(u64, u64)>> = processes
+        .iter()
+        .zip(&p.processes)
+        .filter(|(_, process)| process.timeline.as_deref().is_some_and(gpu_work))
+        .filter_map(|(a, _)| a.as_ref())
+        .map(|a| spans(&a.phases, PhaseKind::Steady))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let together = steady_spans.iter().skip(1).fold(
+        steady_spans.first().cloned().unwrap_or_default(),
+        |acc, s| intersect(&acc, s),
+    );
+    let start = p
+        .processes
+        .iter()
+        .map(|x| x.start_unix_ns)
+        .min()
+        .unwrap_or(0);
+    let stop = p
+        .processes
+        .iter()
+        .map(|x| x.stop_unix_ns)
+        .max()
+        .unwrap_or(0);
+    let phases = match processes.iter().flatten().collect::<Vec<_>>()[..] {
+        [one] if p.processes.len() == 1 => one.phases.clone(),
+        _ => job_phases(&together, start, stop),
+    };
+    // Processes that never ran steadily together (clocks apart by more than their overlap,
+    // or ranks run one after another) are each judged on their own steady state.
+    let clip = (steady_spans.len() > 1 && !together.is_empty()).then_some(&together[..]);
+    let steady = (!steady_spans.is_empty()).then(|| steady_state(p, &processes, clip));
+    Some(TimeAxis {
+        processes,
+        phases,
+        steady,
+    })
+}
+
+/// The steady state of `p`, if its dumps have timelines and it reached one.
+pub fn steady(p: &Profile) -> Option<SteadyState> {
+    time_axis(p)?.steady
+}
+
+/// Whether a timeline shows GPU work: a kernel launch, or GPU busy time.
+fn gpu_work(t: &Timeline) -> bool {
+    t.host.launches.iter().any(|&n| n > 0)
+        || t.devices.iter().any(|d| d.busy_ns.iter().any(|&n| n > 0))
+}
+
+fn at(series: &[u64], i: usize) -> u64 {
+    series.get(i).copied().unwrap_or(0)
+}
+
+/// `value * num / den` without overflow, `value` where `den` is 0.
+fn scale(value: u64, num: u64, den: u64) -> u64 {
+    match den {
+        0 => value,
+        _ => u64::try_from(value as u128 * num as u128 / den as u128).unwrap_or(u64::MAX),
+    }
+}
+
+/// The windows of one process's timeline, each clipped to the process's end.
+struct Windows<'a> {
+    t: &'a Timeline,
+    stop: u64,
+    n: usize,
+}
+
+impl<'a> Windows<'a> {
+    fn new(t: &'a Timeline, stop: u64) -> Windows<'a> {
+        let h = &t.host;
+        let n = [
+            &h.calls,
+            &h.launches,
+            &h.driver_ns,
+            &h.module_ns,
+            &h.init_ns,
+        ]
+        .iter()
+        .map(|s| s.len())
+        .chain(t.devices.iter().map(|d| d.observed_ns.len()))
+        .max()
+        .unwrap_or(0);
+        // Windows past the dump (a flush taken mid-window) end there.
+        let n = n.min(
+            stop.saturating_sub(t.start_unix_ns)
+                .div_ceil(t.window_ns.max(1))
+                .try_into()
+                .unwrap_or(usize::MAX),
+        );
+        Windows { t, stop, n }
+    }
+
+    fn span(&self, i: usize) -> (u64, u64) {
+        let start = self.t.start_unix_ns + i as u64 * self.t.window_ns;
+        (start, (start + self.t.window_ns).min(self.stop).max(start))
+    }
+
+    fn len(&self, i: usize) -> u64 {
+        let (a, b) = self.span(i);
+        b - a
+    }
+
+    fn blocked(&self, i: usize) -> u64 {
+        total(self.t.host.blocked_ns.iter().map(|c| at(&c.ns, i)))
+    }
+
+    /// GPU busy time in window `i`, summed over devices and scaled to the whole window.
+    fn busy(&self, i: usize) -> u64 {
+        total(
+            self.t
+                .devices
+                .iter()
+                .map(|d| scale(at(&d.busy_ns, i), self.len(i), at(&d.observed_ns, i))),
+        )
+    }
+
+    fn loading(&self, i: usize) -> bool {
+        let h = &self.t.host;
+        (at(&h.module_ns, i) + at(&h.init_ns, i)) as f64 >= LOADING_SHARE * self.len(i) as f64
+    }
+
+    /// Whether window `i` had work: launches (or, in a run without launches, calls), host
+    /// time blocked on the GPU, or GPU busy time.
+    fn working(&self, i: usize, metric: &[u64]) -> bool {
+        let floor = WORK_SHARE * self.len(i) as f64;
+        at(metric, i) > 0 || self.blocked(i) as f64 >= floor || self.busy(i) as f64 >= floor
+    }
+
+    /// The name of a pause-like NVTX range (evaluation, checkpoint, compile) covering at
+    /// least half of window `i`.
+    fn nvtx_pause(&self, i: usize) -> Option<&'a str> {
+        self.t
+            .nvtx
+            .iter()
+            .filter(|r| is_pause_name(&r.name))
+            .find(|r| 2 * at(&r.ns, i) >= self.len(i))
+            .map(|r| r.name.as_str())
+    }
+}
+
+/// NVTX range names that mark one-off phases inside the loop.
+fn is_pause_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "eval",
+        "valid",
+        "test",
+        "checkpoint",
+        "ckpt",
+        "save",
+        "compile",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// NVTX range names that mark one training or inference step.
+fn is_step_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    !is_pause_name(name) && ["step", "iter", "batch"].iter().any(|w| n.contains(w))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Label {
+    Startup,
+    Warmup,
+    Steady,
+    Pause(Option<String>),
+    Teardown,
+}
+
+/// Splits one process's timeline into labelled windows: see docs/diagnosis.md, "Phases".
+fn labels(w: &Windows) -> Vec<Label> {
+    let h = &w.t.host;
+    let metric: &[u64] = if h.launches.iter().any(|&n| n > 0) {
+        &h.launches
+    } else {
+        &h.calls
+    };
+    let working: Vec<bool> = (0..w.n)
+        .map(|i| !w.loading(i) && w.working(i, metric))
+        .collect();
+    let (Some(first), Some(last)) = (
+        working.iter().position(|&x| x),
+        working.iter().rposition(|&x| x),
+    ) else {
+        return vec![Label::Startup; w.n];
+    };
+    let mut labels = vec![Label::Steady; w.n];
+    labels[..first].fill(Label::Startup);
+    labels[last + 1..].fill(Label::Teardown);
+    // Stretches without work between the first and the last window with work.
+    let mut gaps: Vec<(usize, usize)> = Vec::new();
+    let mut i = first;
+    while i <= last {
+        if working[i] {
+            i += 1;
+            continue;
+        }
+        let a = i;
+        while !working[i] {
+            i += 1;
+        }
+        gaps.push((a, i - 1));
+    }
+    let length = |(a, b): (usize, usize)| total((a..=b).map(|i| w.len(i)));
+    // Module loading in the gap or as work resumes: a JIT compile or lazy loading.
+    let loads = |(a, b): (usize, usize)| (a..=b + 1).any(|i| at(&h.module_ns, i) > 0);
+    let long: Vec<(usize, usize)> = gaps
+        .iter()
+        .copied()
+        .filter(|&g| !loads(g) && length(g) >= PAUSE_MIN_NS)
+        .collect();
+    let recurring = long.len() >= RECURRING_GAPS
+        && total(long.iter().map(|&g| length(g))) as f64
+            >= RECURRING_SHARE * length((first, last)) as f64;
+    for &g in &gaps {
+        let name = if loads(g) {
+            Some(LOADING.to_string())
+        } else if length(g) >= PAUSE_MIN_NS && !recurring {
+            None
+        } else {
+            continue;
+        };
+        labels[g.0..=g.1].fill(Label::Pause(name));
+    }
+    for (i, label) in labels.iter_mut().enumerate().take(last + 1).skip(first) {
+        if let Some(name) = w.nvtx_pause(i) {
+            *label = Label::Pause(Some(name.to_string()));
+        }
+    }
+    // Warm-up: the windows with work before the first at the loop's usual rate (half the
+    // median launches of the windows with work, or more).
+    let mut rates: Vec<u64> = (first..=last)
+        .filter(|&i| working[i])
+        .map(|i| at(metric, i))
+        .collect();
+    rates.sort_unstable();
+    let usual = rates[rates.len() / 2];
+    let settled = (first..=last)
+        .find(|&i| labels[i] == Label::Steady && 2 * at(metric, i) >= usual)
+        .unwrap_or(first);
+    for label in &mut labels[first..settled] {
+        if *label == Label::Steady {
+            *label = Label::Warmup;
+        }
+    }
+    labels
+}
+
+fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
+    let t = p.timeline.as_deref()?;
+    if t.window_ns == 0 {
+        return None;
+    }
+    let w = Windows::new(t, p.stop_unix_ns);
+    let labels = labels(&w);
+    let mut phases: Vec<Phase> = Vec::new();
+    for (i, label) in labels.iter().enumerate() {
+        let (start, end) = w.span(i);
+        let (kind, name) = match label {
+            Label::Startup => (PhaseKind::Startup, None),
+            Label::Warmup => (PhaseKind::Warmup, None),
+            Label::Steady => (PhaseKind::Steady, None),
+            Label::Pause(name) => (PhaseKind::Pause, name.clone()),
+            Label::Teardown => (PhaseKind::Teardown, None),
+        };
+        match phases.last_mut() {
+            Some(last) if last.kind == kind && last.name == name => last.end_unix_ns = end,
+            _ => phases.push(Phase {
+                kind,
+                name,
+                start_unix_ns: start,
+                end_unix_ns: end,
+            }),
+        }
+    }
+    // Start-up runs from the process start, teardown to its dump.
+    match phases.first_mut() {
+        Some(f) if f.kind == PhaseKind::Startup => f.start_unix_ns = p.start_unix_ns,
+        _ if t.start_unix_ns > p.start_unix_ns => phases.insert(
+            0,
+            Phase {
+                kind: PhaseKind::Startup,
+                name: None,
+                start_unix_ns: p.start_unix_ns,
+                end_unix_ns: t.start_unix_ns,
+            },
+        ),
+        _ => {}
+    }
+    match phases.last_mut() {
+        Some(l) if l.kind == PhaseKind::Teardown || l.kind == PhaseKind::Startup => {
+            l.end_unix_ns = p.stop_unix_ns
+        }
+        Some(l) if l.end_unix_ns < p.stop_unix_ns => {
+            let start = l.end_unix_ns;
+            phases.push(Phase {
+                kind: PhaseKind::Teardown,
+                name: None,
+                start_unix_ns: start,
+                end_unix_ns: p.stop_unix_ns,
+            })
+        }
+        _ => {}
+    }
+    let h = &t.host;
+    let in_startup: Vec<usize> = (0..w.n).filter(|&i| labels[i] == Label::Startup).collect();
+    let sum = |s: &[u64]| total(in_startup.iter().map(|&i| at(s, i)));
+    let ns = phases
+        .first()
+        .filter(|f| f.kind == PhaseKind::Startup)
+        .map_or(0, |f| f.end_unix_ns - f.start_unix_ns);
+    let (init_ns, module_ns, driver_ns) = (sum(&h.init_ns), sum(&h.module_ns), sum(&h.driver_ns));
+    let startup = Startup {
+        ns,
+        init_ns,
+        module_ns,
+        other_driver_ns: driver_ns.saturating_sub(init_ns + module_ns),
+        outside_driver_ns: ns.saturating_sub(driver_ns),
+    };
+    Some(ProcessAxis {
+        steady: labels.iter().map(|l| *l == Label::Steady).collect(),
+        phases,
+        startup,
+    })
+}
+
+/// The `[start, end)` spans of the phases of one kind.
+fn spans(phases: &[Phase], kind: PhaseKind) -> Vec<(u64, u64)> {
+    phases
+        .iter()
+        .filter(|p| p.kind == kind)
+        .map(|p| (p.start_unix_ns, p.end_unix_ns))
+        .collect()
+}
+
+/// Where both sorted span lists hold.
+fn intersect(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for &(a0, a1) in a {
+        for &(b0, b1) in b {
+            let (s, e) = (a0.max(b0), a1.min(b1));
+            if s < e {
+                out.push((s, e));
+            }
+        }
+    }
+    out
+}
+
+/// A job's phases from the spans where all its processes were steady: start-up before the
+/// first, pauses between them, teardown after the last.
+fn job_phases(steady: &[(u64, u64)], start: u64, stop: u64) -> Vec<Phase> {
+    let phase = |kind, start_unix_ns, end_unix_ns| Phase {
+        kind,
+        name: None,
+        start_unix_ns,
+        end_unix_ns,
+    };
+    let Some((&(first, _), &(_, last))) = steady.first().zip(steady.last()) else {
+        return vec![phase(PhaseKind::Startup, start, stop)];
+    };
+    let mut phases = vec![phase(PhaseKind::Startup, start, first)];
+    for (i, &(s, e)) in steady.iter().enumerate() {
+        if i > 0 {
+            phases.push(phase(PhaseKind::Pause, steady[i - 1].1, s));
+        }
+        phases.push(phase(PhaseKind::Steady, s, e));
+    }
+    phases.push(phase(PhaseKind::Teardown, last, stop));
+    phases.retain(|p| p.end_unix_ns > p.start_unix_ns);
+    phases
+}
+
+/// Sums the steady windows of every process (those inside `clip`, where given).
+fn steady_state(
+    p: &Profile,
+    axes: &[Option<ProcessAxis>],
+    clip: Option<&[(u64, u64)]>,
+) -> SteadyState {
+    let mut s = SteadyState::default();
+    let mut gpu: Option<SteadyGpu> = None;
+    let mut syncs: Vec<u64> = Vec::new();
+    let mut nvtx: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for (process, axis) in p.processes.iter().zip(axes) {
+        let (Some(t), Some(axis)) = (process.timeline.as_deref(), axis) else {
+            continue;
+        };
+        if !gpu_work(t) {
+            continue;
+        }
+        let w = Windows::new(t, process.stop_unix_ns);
+        let inside = |at: u64| clip.is_none_or(|c| c.iter().any(|&(a, b)| (a..b).contains(&at)));
+        let h = &t.host;
+        for i in 0..w.n {
+            s.whole.add(h, i);
+        }
+        for i in (0..w.n).filter(|&i| axis.steady.get(i) == Some(&true)) {
+            let (start, end) = w.span(i);
+            let len = end - start;
+            if !inside(start + len / 2) {
+                continue;
+            }
+            s.ns += len;
+            s.host.add(h, i);
+            let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
+                || 2 * at(&h.launch_ns, i) >= len;
+            for d in &t.devices {
+                let observed = at(&d.observed_ns, i);
+                if observed == 0 {
+                    continue;
+                }
+                let g = gpu.get_or_insert_with(SteadyGpu::default);
+                g.ns += len;
+                g.busy_ns += scale(at(&d.busy_ns, i), len, observed);
+                for series in &d.idle_ns {
+                    let kind = match series.cause {
+                        IdleCause::AfterSync => IdleKind::AfterSync,
+                        IdleCause::PageableCopy => IdleKind::PageableCopy,
+                        IdleCause::Alloc => IdleKind::Alloc,
+                        IdleCause::Collective => IdleKind::Collective,
+                        IdleCause::Host if launching => IdleKind::Launch,
+                        IdleCause::Host => IdleKind::Host,
+                        IdleCause::Unknown => IdleKind::Unknown,
+                    };
+                    let ns = scale(at(&series.ns, i), len, observed);
+                    if ns > 0 {
+                        *g.idle.entry(kind).or_default() += ns;
+                    }
+                }
+            }
+        }
+        for e in &t.recent_blocking {
+            let explicit = matches!(
+                e.kind,
+                HostEventKind::Sync(SyncCause::Explicit | SyncCause::SyncCopy)
+            );
+            let steady_at = axis.phases.iter().any(|ph| {
+                ph.kind == PhaseKind::Steady
+                    && (ph.start_unix_ns..ph.end_unix_ns).contains(&e.start_unix_ns)
+            });
+            if explicit && steady_at && inside(e.start_unix_ns) {
+                syncs.push(e.start_unix_ns);
+            }
+        }
+        for r in t.nvtx.iter().filter(|r| is_step_name(&r.name)) {
+            let cell = nvtx.entry(&r.name).or_default();
+            cell.0 += r.count;
+            cell.1 += r.total_ns;
+        }
+    }
+    s.gpu = gpu;
+    s.step = step(&nvtx, syncs);
+    s
+}
+
+/// The steady state's step: the step-like NVTX range with the most ranges, else the median
+/// spacing of the sampled blocking syncs (at least four) in the steady state.
+fn step(nvtx: &BTreeMap<&str, (u64, u64)>, mut syncs: Vec<u64>) -> Option<Step> {
+    if let Some((name, &(count, ns))) = nvtx
+        .iter()
+        .filter(|(_, &(count, _))| count > 0)
+        .max_by_key(|(_, &(count, _))| count)
+    {
+        return Some(Step {
+            ns: ns / count,
+            source: StepSource::Nvtx(name.to_string()),
+        });
+    }
+    if syncs.len() < 4 {
+        return None;
+    }
+    syncs.sort_unstable();
+    let mut spacing: Vec<u64> = syncs.windows(2).map(|p| p[1] - p[0]).collect();
+    spacing.sort_unstable();
+    Some(Step {
+        ns: spacing[spacing.len() / 2],
+        source: StepSource::SyncPeriod,
+    })
+}
+
+/// Timelines for tests: a process whose windows are described one by one.
+#[cfg(test)]
+pub mod fixtures {
+    use gpuspy_format::timeline::{CauseSeries, DeviceWindows, IdleCause, IdleSeries, Timeline};
+    use gpuspy_format::SyncCause;
+
+    pub const MS: u64 = 1_000_000;
+    /// The timelines' window 0 starts here.
+    pub const T0: u64 = 1_800_000_000_000_000_000;
+
+    /// What one window holds.
+    #[derive(Clone, Copy, Default)]
+    pub struct W {
+        pub launches: u64,
+        pub launch_ns: u64,
+        pub driver_ns: u64,
+        pub module_ns: u64,
+        pub init_ns: u64,
+        pub blocked_ns: u64,
+        pub busy_ns: u64,
+        pub idle_after_sync: u64,
+        pub idle_host: u64,
+    }
+
+    /// `n` copies of `w`.
+    pub fn times(n: usize, w: W) -> Vec<W> {
+        vec![w; n]
+    }
+
+    /// A timeline of 10 ms windows; with `gpu`, one device observed all the time.
+    pub fn timeline(windows: &[W], gpu: bool) -> Timeline {
+        let col = |f: fn(&W) -> u64| windows.iter().map(f).collect::<Vec<u64>>();
+        let mut t = Timeline {
+            start_unix_ns: T0,
+            window_ns: 10 * MS,
+            ..Timeline::default()
+        };
+        t.host.calls = col(|w| w.launches);
+        t.host.launches = col(|w| w.launches);
+        t.host.driver_ns = col(|w| w.driver_ns + w.module_ns + w.init_ns + w.launch_ns);
+        t.host.launch_ns = col(|w| w.launch_ns);
+        t.host.module_ns = col(|w| w.module_ns);
+        t.host.init_ns = col(|w| w.init_ns);
+        t.host.blocked_ns = vec![CauseSeries {
+            cause: SyncCause::Explicit,
+            ns: col(|w| w.blocked_ns),
+        }];
+        if gpu {
+            t.devices = vec![DeviceWindows {
+                observed_ns: vec![10 * MS; windows.len()],
+                busy_ns: col(|w| w.busy_ns),
+                idle_ns: vec![
+                    IdleSeries {
+                        cause: IdleCause::AfterSync,
+                        ns: col(|w| w.idle_after_sync),
+                    },
+                    IdleSeries {
+                        cause: IdleCause::Host,
+                        ns: col(|w| w.idle_host),
+                    },
+                ],
+                ..DeviceWindows::default()
+            }];
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
+    use crate::diagnose::synthetic::run;
+
+    /// A profile of one process running `windows` (started at the timeline's start,
+    /// dumped at its end).
+    fn profile(t: Timeline) -> Profile {
+        let n = t.host.calls.len() as u64;
+        let mut p = run(n as f64 * 0.01).build();
+        let me = &mut p.processes[0];
+        me.start_unix_ns = T0;
+        me.stop_unix_ns = T0 + n * 10 * MS;
+        me.timeline = Some(Box::new(t));
+        p
+    }
+
+    fn kinds(a: &TimeAxis) -> Vec<(PhaseKind, Option<&str>, u64, u64)> {
+        a.phases
+            .iter()
+            .map(|p| {
+                (
+                    p.kind,
+                    p.name.as_deref(),
+                    (p.start_unix_ns - T0) / MS,
+                    (p.end_unix_ns - T0) / MS,
+                )
+            })
+            .collect()
+    }
+
+    /// A window of the loop: 20 launches, blocked 2 ms, GPU busy 6 ms, idle 3 ms after the
+    /// sync and 1 ms in host work.
+    const LOOP: W = W {
+        launches: 20,
+        launch_ns: 100_000,
+        driver_ns: 2 * MS,
+        module_ns: 0,
+        init_ns: 0,
+        blocked_ns: 2 * MS,
+        busy_ns: 6 * MS,
+        idle_after_sync: 3 * MS,
+        idle_host: MS,
+    };
+    const QUIET: W = W {
+        launches: 0,
+        launch_ns: 0,
+        driver_ns: 0,
+        module_ns: 0,
+        init_ns: 0,
+        blocked_ns: 0,
+        busy_ns: 0,
+        idle_after_sync: 0,
+        idle_host: 0,
+    };
+
+    #[test]
+    fn start_up_loop_jit_pause_loop_teardown() {
+        // 300 ms of init, 1.2 s of module loading, 5 windows of light warm-up, 50 loop
+        // windows, a 690 ms gap ending in a module load (a JIT compile), 30 loop windows,
+        // 20 ms of exit.
+        let mut w = times(
+            30,
+            W {
+                init_ns: 10 * MS,
+                ..QUIET
+            },
+        );
+        w.extend(times(
+            120,
+            W {
+                module_ns: 9 * MS,
+                ..QUIET
+            },
+        ));
+        w.extend(times(
+            5,
+            W {
+                launches: 2,
+                ..QUIET
+            },
+        ));
+        w.extend(times(50, LOOP));
+        w.extend(times(69, QUIET));
+        w.push(W {
+            module_ns: MS,
+            ..LOOP
+        });
+        w.extend(times(29, LOOP));
+        w.extend(times(2, QUIET));
+        let p = profile(timeline(&w, true));
+        let a = time_axis(&p).unwrap();
+        assert_eq!(
+            kinds(&a),
+            [
+                (PhaseKind::Startup, None, 0, 1500),
+                (PhaseKind::Warmup, None, 1500, 1550),
+                (PhaseKind::Steady, None, 1550, 2050),
+                (PhaseKind::Pause, Some("module loading or JIT"), 2050, 2740),
+                (PhaseKind::Steady, None, 2740, 3040),
+                (PhaseKind::Teardown, None, 3040, 3060),
+            ]
+        );
+        let startup = &a.processes[0].as_ref().unwrap().startup;
+        assert_eq!(
+            (
+                startup.ns,
+                startup.init_ns,
+                startup.module_ns,
+                startup.outside_driver_ns
+            ),
+            (1500 * MS, 300 * MS, 1080 * MS, 120 * MS)
+        );
+        // 80 loop windows: exactly their idle time, by cause; the pause's is not counted.
+        let s = a.steady.unwrap();
+        assert_eq!(s.ns, 800 * MS);
+        assert_eq!(s.host.launches, 80 * 20);
+        assert_eq!(s.whole.launches, 80 * 20 + 5 * 2);
+        let g = s.gpu.unwrap();
+        assert_eq!((g.ns, g.busy_ns), (800 * MS, 480 * MS));
+        assert_eq!(
+            g.idle,
+            BTreeMap::from([(IdleKind::AfterSync, 240 * MS), (IdleKind::Host, 80 * MS)])
+        );
+        assert!((g.share(IdleKind::AfterSync) - 0.3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn recurring_gaps_are_the_loop_and_a_single_one_is_a_pause() {
+        // 12 ms of work, then 150 ms without: five times. The gaps recur, so they are the
+        // steady state (a loop starved of data), not pauses.
+        let mut w = Vec::new();
+        for _ in 0..5 {
+            w.extend(times(2, LOOP));
+            w.extend(times(15, QUIET));
+        }
+        w.extend(times(2, LOOP));
+        let a = time_axis(&profile(timeline(&w, false))).unwrap();
+        assert_eq!(
+            kinds(&a),
+            [(PhaseKind::Steady, None, 0, 870)],
+            "{:?}",
+            a.phases
+        );
+        // One such gap in a long loop is a pause without a name.
+        let mut w = times(40, LOOP);
+        w.extend(times(15, QUIET));
+        w.extend(times(40, LOOP));
+        let a = time_axis(&profile(timeline(&w, false))).unwrap();
+        assert_eq!(
+            kinds(&a),
+            [
+                (PhaseKind::Steady, None, 0, 400),
+                (PhaseKind::Pause, None, 400, 550),
+                (PhaseKind::Steady, None, 550, 950)
+            ]
+        );
+        // Without the GPU side, the steady state's host counters still add up.
+        let s = a.steady.unwrap();
+        assert_eq!(
+            (s.ns, s.host.blocked_ns(&[SyncCause::Explicit])),
+            (800 * MS, 160 * MS)
+        );
+        assert_eq!(s.gpu, None);
+    }
+
+    #[test]
+    fn host_idle_at_a_high_launch_rate_is_launch_overhead() {
+        // 200 launches in 10 ms (20,000/s): the host idle time is the launches'.
+        let busy = W {
+            launches: 200,
+            idle_host: 7 * MS,
+            busy_ns: 3 * MS,
+            ..QUIET
+        };
+        let slow = W {
+            launches: 20,
+            idle_host: 7 * MS,
+            busy_ns: 3 * MS,
+            ..QUIET
+        };
+        let mut w = times(10, busy);
+        w.extend(times(
+            10,
+            W {
+                launches: 100,
+                launch_ns: 6 * MS,
+                ..slow
+            },
+        ));
+        w.extend(times(10, slow));
+        let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
+        assert_eq!(
+            g.idle,
+            BTreeMap::from([(IdleKind::Launch, 140 * MS), (IdleKind::Host, 70 * MS)])
+        );
+    }
+
+    #[test]
+    fn sampled_device_time_is_scaled_to_the_window() {
+        let mut t = timeline(&times(10, LOOP), true);
+        t.devices[0].observed_ns = vec![MS; 10];
+        t.devices[0].idle_ns[0].ns = vec![MS / 2; 10];
+        let g = steady(&profile(t)).unwrap().gpu.unwrap();
+        assert_eq!(g.idle[&IdleKind::AfterSync], 50 * MS);
+    }
+
+    #[test]
+    fn nvtx_names_pauses_and_steps() {
+        use gpuspy_format::timeline::NvtxRanges;
+        let mut t = timeline(&times(60, LOOP), false);
+        let mut eval = vec![0; 60];
+        eval[20..30].fill(10 * MS);
+        t.nvtx = vec![
+            NvtxRanges {
+                name: "train_step".into(),
+                count: 100,
+                total_ns: 500 * MS,
+                ns: vec![],
+                ..NvtxRanges::default()
+            },
+            NvtxRanges {
+                name: "evaluate".into(),
+                count: 1,
+                total_ns: 100 * MS,
+                ns: eval,
+                ..NvtxRanges::default()
+            },
+        ];
+        let a = time_axis(&profile(t)).unwrap();
+        assert_eq!(kinds(&a)[1], (PhaseKind::Pause, Some("evaluate"), 200, 300));
+        let step = a.steady.unwrap().step.unwrap();
+        assert_eq!(step.ns, 5 * MS);
+        assert_eq!(step.source, StepSource::Nvtx("train_step".into()));
+    }
+
+    #[test]
+    fn the_job_is_steady_where_every_rank_is() {
+        // Rank 1 starts its loop 100 ms after rank 0 and both stop together.
+        let rank = |offset: usize, pid: u32| {
+            let mut w = times(
+                10 + offset,
+                W {
+                    init_ns: 10 * MS,
+                    ..QUIET
+                },
+            );
+            w.extend(times(50 - offset, LOOP));
+            let mut p = profile(timeline(&w, true));
+            p.processes[0].pid = pid;
+            p
+        };
+        let mut p = rank(0, 1);
+        p.absorb(rank(10, 2));
+        let a = time_axis(&p).unwrap();
+        assert_eq!(
+            kinds(&a),
+            [
+                (PhaseKind::Startup, None, 0, 200),
+                (PhaseKind::Steady, None, 200, 600)
+            ]
+        );
+        // Both ranks' windows in the common span: 2 x 40.
+        assert_eq!(a.steady.as_ref().unwrap().ns, 800 * MS);
+        // A launcher's agent, making calls but no GPU work for 100 ms in the middle, changes
+        // nothing.
+        let mut agent = profile(timeline(&times(60, QUIET), false));
+        agent.processes[0].pid = 3;
+        agent.processes[0].timeline.as_mut().unwrap().host.calls[30..40].fill(5);
+        p.absorb(agent);
+        let with_agent = time_axis(&p).unwrap();
+        assert_eq!(kinds(&with_agent), kinds(&a));
+        assert_eq!(with_agent.steady, a.steady);
+    }
+
+    #[test]
+    fn a_process_without_work_is_all_start_up_and_old_dumps_have_no_axis() {
+        let a = time_axis(&profile(timeline(&times(5, QUIET), false))).unwrap();
+        assert_eq!(kinds(&a), [(PhaseKind::Startup, None, 0, 50)]);
+        assert!(a.steady.is_none());
+        assert!(time_axis(&run(1.0).build()).is_none());
+    }
+}

@@ -1,0 +1,437 @@
+use crate::support::*;
+use gpuspy_format::timeline::{CauseSeries, DeviceWindows, IdleCause, IdleSeries, Timeline};
+use gpuspy_format::{hist, ApiRecord, Histogram, SyncCause, SyncRecord};
+use serde_json::Value;
+
+const MS: u64 = 1_000_000;
+const WINDOW_NS: u64 = 10 * MS;
+
+/// What one 10 ms window of a crafted timeline holds; the GPU is observed all the time.
+#[derive(Clone, Copy, Default)]
+struct W {
+    launches: u64,
+    launch_ns: u64,
+    module_ns: u64,
+    init_ns: u64,
+    blocked_ns: u64,
+    busy_ns: u64,
+    idle_after_sync: u64,
+    idle_host: u64,
+}
+
+fn times(n: usize, w: W) -> Vec<W> {
+    vec![w; n]
+}
+
+/// A schema-2 dump of one process that starts at `EPOCH_NS` with window 0 and ends with
+/// the last window, whose timeline holds `windows` and whose whole-run records agree with
+/// them: the launches, the explicit syncs (`syncs` calls), module loading and init.
+fn dump(windows: &[W], syncs: u64) -> gpuspy_format::Dump {
+    let sum = |f: fn(&W) -> u64| windows.iter().map(f).sum::<u64>();
+    let col = |f: fn(&W) -> u64| windows.iter().map(f).collect::<Vec<u64>>();
+    let mut d = crafted_dump(1, 0, 0, sum(|w| w.launches));
+    d.stop_unix_ns = EPOCH_NS + windows.len() as u64 * WINDOW_NS;
+    let record = |symbol: &str, calls: u64, total_ns: u64| ApiRecord {
+        symbol: symbol.into(),
+        calls,
+        nested: 0,
+        total_ns,
+        max_ns: total_ns / calls.max(1),
+        bytes: 0,
+        results: vec![],
+        hist: Histogram(vec![(
+            hist::bucket_index(total_ns / calls.max(1)) as u32,
+            calls,
+        )]),
+    };
+    let (blocked, module, init) = (
+        sum(|w| w.blocked_ns),
+        sum(|w| w.module_ns),
+        sum(|w| w.init_ns),
+    );
+    if syncs > 0 {
+        d.apis.push(record("cuStreamSynchronize", syncs, blocked));
+        d.syncs.push(SyncRecord {
+            cause: SyncCause::Explicit,
+            calls: syncs,
+            total_ns: blocked,
+            max_ns: blocked / syncs,
+            hist: Histogram(vec![(hist::bucket_index(blocked / syncs) as u32, syncs)]),
+        });
+    }
+    if module > 0 {
+        d.apis.push(record("cuModuleLoadData", 10, module));
+    }
+    if init > 0 {
+        d.apis.push(record("cuInit", 1, init));
+    }
+    d.driver_ns += blocked + module + init;
+    let mut t = Timeline {
+        start_unix_ns: EPOCH_NS,
+        window_ns: WINDOW_NS,
+        ..Timeline::default()
+    };
+    t.host.calls = col(|w| w.launches);
+    t.host.launches = col(|w| w.launches);
+    t.host.driver_ns = col(|w| w.launch_ns + w.module_ns + w.init_ns + w.blocked_ns);
+    t.host.launch_ns = col(|w| w.launch_ns);
+    t.host.module_ns = col(|w| w.module_ns);
+    t.host.init_ns = col(|w| w.init_ns);
+    t.host.blocked_ns = vec![CauseSeries {
+        cause: SyncCause::Explicit,
+        ns: col(|w| w.blocked_ns),
+    }];
+    t.host.allocs = vec![0; windows.len()];
+    t.host.frees = vec![0; windows.len()];
+    t.devices = vec![DeviceWindows {
+        observed_ns: vec![WINDOW_NS; windows.len()],
+        busy_ns: col(|w| w.busy_ns),
+        kernels: col(|w| w.launches),
+        idle_ns: vec![
+            IdleSeries {
+                cause: IdleCause::AfterSync,
+                ns: col(|w| w.idle_after_sync),
+            },
+            IdleSeries {
+                cause: IdleCause::Host,
+                ns: col(|w| w.idle_host),
+            },
+        ],
+        ..DeviceWindows::default()
+    }];
+    d.timeline = Some(t);
+    d
+}
+
+/// `report --json` and the text report of one dump.
+fn reports(d: &gpuspy_format::Dump) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_dump(dir.path(), "gpuspy-1.json", d);
+    (report_json(&[&path]), report_text(&path))
+}
+
+fn ids(r: &Value) -> Vec<(String, String)> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn phases(r: &Value) -> Vec<(String, u64, u64, Option<String>)> {
+    r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["start_ns"].as_u64().unwrap() / MS,
+                p["end_ns"].as_u64().unwrap() / MS,
+                p["name"].as_str().map(String::from),
+            )
+        })
+        .collect()
+}
+
+fn phase(kind: &str, start_ms: u64, end_ms: u64) -> (String, u64, u64, Option<String>) {
+    (kind.into(), start_ms, end_ms, None)
+}
+
+/// The `.item()`-then-host-work loop: per 10 ms window, 40 launches, two syncs blocking
+/// 1 ms, the GPU busy 5 ms, then idle 4 ms after the sync returned while the host worked
+/// and 1 ms in other host work.
+const SYNC_LOOP: W = W {
+    launches: 40,
+    launch_ns: 200_000,
+    module_ns: 0,
+    init_ns: 0,
+    blocked_ns: MS,
+    busy_ns: 5 * MS,
+    idle_after_sync: 4 * MS,
+    idle_host: MS,
+};
+
+#[test]
+fn a_slow_module_loading_start_up_then_a_sync_stalled_loop_gets_sync_stalled_first() {
+    // 1.5 s of module loading, then 1 s of the loop.
+    let mut w = times(
+        150,
+        W {
+            module_ns: 10 * MS,
+            ..W::default()
+        },
+    );
+    w.extend(times(100, SYNC_LOOP));
+    let (r, text) = reports(&dump(&w, 200));
+    let f = ids(&r);
+    assert_eq!(f[0], ("sync-stalled".into(), "warning".into()), "{f:?}");
+    assert_eq!(r["verdict"], "sync-stalled");
+    // The GPU idled 40 % of the steady state after syncs: what removing them saves.
+    let stalled = &r["findings"][0];
+    assert!(
+        (stalled["impact"].as_f64().unwrap() - 0.4).abs() < 1e-9,
+        "{stalled}"
+    );
+    assert_eq!(stalled["evidence"]["steady_ms"], 1000.0);
+    assert!(!stalled["heuristic"].as_bool().unwrap());
+    // The slow start-up is a finding (module loading far beyond init), after the loop's.
+    let startup = f.iter().position(|(id, _)| id == "slow-startup").unwrap();
+    assert_eq!(f[startup].1, "warning");
+    assert!(startup > 0);
+    assert_eq!(
+        phases(&r),
+        [phase("startup", 0, 1500), phase("steady", 1500, 2500)]
+    );
+    assert_eq!(r["processes"][0]["phases"], r["phases"]);
+    assert_eq!(r["startup"]["module_ns"], 1500 * MS);
+    let steady = &r["steady_state"];
+    assert_eq!(steady["ns"], 1000 * MS);
+    assert_eq!(steady["gpu_idle_share"], 0.5);
+    assert_eq!(steady["idle"][0]["cause"], "after-sync");
+    assert_eq!(steady["idle"][0]["rule"], "sync-stalled");
+    assert_eq!(steady["idle"][0]["ns"], 400 * MS);
+    assert_eq!(steady["idle"][1]["cause"], "host");
+    assert!(
+        text.contains("start-up 1.50 s: CUDA init 0 ns, module loading and JIT 1.50 s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("GPU idle 50.0% (after a sync 40.0%, host work 10.0%)"),
+        "{text}"
+    );
+    assert!(text.contains("Verdict: sync-stalled"), "{text}");
+}
+
+#[test]
+fn a_normal_start_up_then_a_quiet_loop_gets_no_warning() {
+    // 0.3 s of driver init, 0.2 s of imports, then 2 s of a loop that keeps the GPU busy.
+    let mut w = times(
+        30,
+        W {
+            init_ns: 10 * MS,
+            ..W::default()
+        },
+    );
+    w.extend(times(20, W::default()));
+    w.extend(times(
+        200,
+        W {
+            launches: 20,
+            launch_ns: 100_000,
+            busy_ns: 9_800_000,
+            idle_host: 200_000,
+            ..W::default()
+        },
+    ));
+    let (r, text) = reports(&dump(&w, 0));
+    let f = ids(&r);
+    assert!(f.iter().all(|(_, severity)| severity != "warning"), "{f:?}");
+    assert_eq!(r["verdict"], Value::Null);
+    assert_eq!(r["gpu_bound"], true);
+    assert_eq!(
+        phases(&r),
+        [phase("startup", 0, 500), phase("steady", 500, 2500)]
+    );
+    assert_eq!(r["startup"]["init_ns"], 300 * MS);
+    assert_eq!(r["startup"]["outside_driver_ns"], 200 * MS);
+    assert!(!text.contains("cause not identified"), "{text}");
+}
+
+#[test]
+fn a_launch_bound_short_script_gets_launch_bound_not_slow_startup() {
+    // 0.4 s of imports, 0.3 s of init, 0.3 s of module loading, then 0.3 s of a loop
+    // launching 30,000 kernels a second: the GPU busy 1 ms of every 10.
+    let mut w = times(40, W::default());
+    w.extend(times(
+        30,
+        W {
+            init_ns: 10 * MS,
+            ..W::default()
+        },
+    ));
+    w.extend(times(
+        30,
+        W {
+            module_ns: 10 * MS,
+            ..W::default()
+        },
+    ));
+    w.extend(times(
+        30,
+        W {
+            launches: 300,
+            launch_ns: 6 * MS,
+            busy_ns: MS,
+            idle_host: 9 * MS,
+            ..W::default()
+        },
+    ));
+    let (r, _) = reports(&dump(&w, 0));
+    let f = ids(&r);
+    assert_eq!(f[0], ("launch-bound".into(), "warning".into()), "{f:?}");
+    assert!((r["findings"][0]["impact"].as_f64().unwrap() - 0.9).abs() < 1e-9);
+    assert!(!f.iter().any(|(id, _)| id == "slow-startup"), "{f:?}");
+    assert_eq!(
+        r["steady_state"]["idle"][0]["cause"], "launch",
+        "{}",
+        r["steady_state"]
+    );
+}
+
+#[test]
+fn a_one_off_jit_gap_is_a_pause_not_input_starvation() {
+    // 0.3 s of init, 0.2 s of loop, then 690 ms with the GPU idle and the host outside
+    // the driver (a Triton compile) ending in a module load, then 0.3 s of loop.
+    let gpu_bound = W {
+        launches: 20,
+        launch_ns: 100_000,
+        busy_ns: 9_900_000,
+        idle_host: 100_000,
+        ..W::default()
+    };
+    let mut w = times(
+        30,
+        W {
+            init_ns: 10 * MS,
+            ..W::default()
+        },
+    );
+    w.extend(times(20, gpu_bound));
+    w.extend(times(
+        69,
+        W {
+            idle_host: 10 * MS,
+            ..W::default()
+        },
+    ));
+    w.push(W {
+        module_ns: 2 * MS,
+        ..gpu_bound
+    });
+    w.extend(times(29, gpu_bound));
+    let (r, text) = reports(&dump(&w, 0));
+    assert_eq!(
+        phases(&r),
+        [
+            phase("startup", 0, 300),
+            phase("steady", 300, 500),
+            (
+                "pause".into(),
+                500,
+                1190,
+                Some("module loading or JIT".into())
+            ),
+            phase("steady", 1190, 1490),
+        ]
+    );
+    let f = ids(&r);
+    assert!(
+        !f.iter()
+            .any(|(id, severity)| id == "input-starved" && severity == "warning"),
+        "{f:?}"
+    );
+    // The compile is start-up cost that a warm JIT cache removes: a 690 ms JIT pause
+    // against 300 ms of init, 46 % of the run.
+    assert_eq!(r["verdict"], "slow-startup");
+    let evidence = &r["findings"][0]["evidence"];
+    assert_eq!(evidence["loading_pause_ms"], 690.0);
+    assert_eq!(evidence["startup_loading_ms"], 0.0);
+    // The steady state's idle time is the loop's 0.1 ms a window, not the gap's.
+    assert_eq!(r["steady_state"]["idle"][0]["ns"], 50 * 100_000);
+    assert!(text.contains("pause"), "{text}");
+}
+
+#[test]
+fn a_large_unexplained_idle_share_is_said_so() {
+    // The GPU idles 45 % of the loop in gaps the shim could not attribute.
+    let mut w = times(
+        30,
+        W {
+            init_ns: 10 * MS,
+            ..W::default()
+        },
+    );
+    w.extend(times(
+        100,
+        W {
+            launches: 20,
+            busy_ns: 5_500_000,
+            ..W::default()
+        },
+    ));
+    let mut d = dump(&w, 0);
+    let device = &mut d.timeline.as_mut().unwrap().devices[0];
+    device.idle_ns = vec![IdleSeries {
+        cause: IdleCause::Unknown,
+        ns: w
+            .iter()
+            .map(|x| if x.launches > 0 { 4_500_000 } else { 0 })
+            .collect(),
+    }];
+    let (r, text) = reports(&d);
+    assert_eq!(r["verdict"], Value::Null);
+    assert_eq!(r["unexplained_idle"], 0.45);
+    assert!(
+        text.contains("Verdict: GPU idle 45.0% of the steady state; cause not identified."),
+        "{text}"
+    );
+}
+
+// End to end under the shim and the fake driver and CUPTI. Ignored until the shim side of
+// issue 13 (the timeline) is merged: this branch's shim writes no timeline, so these cannot
+// pass here. `cargo test --release --test tests phases::end_to_end -- --ignored` runs them.
+
+#[test]
+#[ignore = "needs the shim's timeline (issue 13, shim side); enable once it is merged"]
+fn end_to_end_slow_module_loading_then_a_sync_stalled_loop_gets_sync_stalled_first() {
+    let r = run(
+        "cupti_phases",
+        &["stall"],
+        &[(
+            "FAKECUDA_DELAY_NS",
+            "cuModuleLoadData=100000000,cuStreamSynchronize=1000000",
+        )],
+    )
+    .report();
+    let f = ids(&r);
+    assert_eq!(f[0], ("sync-stalled".into(), "warning".into()), "{f:?}");
+    // 3.5 ms of host work after each 1 ms kernel: the GPU idles about 3.5 / 4.5 of the loop
+    // after syncs (less where a loaded machine stretches the sync past the kernel).
+    let impact = r["findings"][0]["impact"].as_f64().unwrap();
+    assert!(
+        (0.5..=0.85).contains(&impact),
+        "{impact}: {}",
+        r["steady_state"]
+    );
+    assert!(f.iter().any(|(id, _)| id == "slow-startup"), "{f:?}");
+    let p = phases(&r);
+    assert_eq!(p[0].0, "startup", "{p:?}");
+    assert!(p[0].2 >= 1500, "{p:?}");
+    assert!(p.iter().any(|ph| ph.0 == "steady"), "{p:?}");
+    assert_eq!(r["steady_state"]["idle"][0]["cause"], "after-sync");
+}
+
+#[test]
+#[ignore = "needs the shim's timeline (issue 13, shim side); enable once it is merged"]
+fn end_to_end_normal_start_up_then_a_quiet_loop_gets_no_warning() {
+    let r = run(
+        "cupti_phases",
+        &["quiet"],
+        &[("FAKECUDA_DELAY_NS", "cuInit=300000000")],
+    )
+    .report();
+    let f = ids(&r);
+    assert!(f.iter().all(|(_, severity)| severity != "warning"), "{f:?}");
+    let p = phases(&r);
+    assert_eq!(p[0].0, "startup", "{p:?}");
+    assert!(p[0].2 >= 300, "{p:?}");
+    assert!(r["startup"]["init_ns"].as_u64().unwrap() >= 300 * MS);
+    assert!(p.iter().any(|ph| ph.0 == "steady"), "{p:?}");
+}
