@@ -10,8 +10,8 @@
 //! capped series, whatever the run's length.
 
 use gpuspy_format::gpu::{
-    nccl_collective, Activity, BusySeries, CollectiveKernels, GpuCopy, KernelStat, Overhead,
-    UnifiedMemory, SERIES_POINTS, TOP_KERNELS,
+    nccl_collective, Activity, BusySeries, CollectiveKernels, GpuCopy, GridBlocks, KernelStat,
+    Overhead, UnifiedMemory, SERIES_POINTS, TOP_KERNELS,
 };
 use gpuspy_format::hist::{self, Histogram};
 use std::collections::{BTreeMap, HashMap};
@@ -87,11 +87,6 @@ impl Aggregator {
         } else {
             t.saturating_add_signed(self.to_unix_ns)
         }
-    }
-
-    /// The SM count of a device, for the small-grid test.
-    pub fn set_sm_count(&mut self, device: u32, sms: u32) {
-        self.devices.entry(device).or_default().sm_count = Some(sms);
     }
 
     pub fn add(&mut self, record: Record<'_>) {
@@ -275,7 +270,6 @@ struct NamedKernel {
 
 #[derive(Default)]
 struct DeviceAgg {
-    sm_count: Option<u32>,
     pending: Vec<Interval>,
     busy: Union,
     active: Union,
@@ -284,7 +278,8 @@ struct DeviceAgg {
     kernels: u64,
     kernel_ns: u64,
     kernel_hist: Option<Box<[u64; hist::BUCKETS]>>,
-    small_grid: (u64, u64),
+    /// Kernels and their time per grid-size bucket (`hist` layout), NCCL's left out.
+    grid_blocks: BTreeMap<u32, (u64, u64)>,
     names: HashMap<usize, NamedKernel>,
     other_kernels: NamedKernel,
     /// Per (copy kind, memory kind).
@@ -328,9 +323,13 @@ impl DeviceAgg {
             std::collections::hash_map::Entry::Vacant(_) => &mut self.other_kernels,
         };
         // NCCL runs one block per channel by design: not a grid too small for the GPU.
-        if named.collective.is_none() && self.sm_count.is_some_and(|sms| blocks < u64::from(sms)) {
-            self.small_grid.0 += 1;
-            self.small_grid.1 += ns;
+        if named.collective.is_none() {
+            let bucket = self
+                .grid_blocks
+                .entry(hist::bucket_index(blocks) as u32)
+                .or_default();
+            bucket.0 += 1;
+            bucket.1 += ns;
         }
         let stat = &mut named.stat;
         stat.calls += 1;
@@ -389,10 +388,7 @@ impl DeviceAgg {
         let mut top_kernels: Vec<KernelStat> = top
             .into_iter()
             .take(TOP_KERNELS)
-            .map(|k| KernelStat {
-                name: demangle(&k.name),
-                ..k.clone()
-            })
+            .cloned()
             .collect();
         if self.other_kernels.stat.calls > 0 {
             top_kernels.push(KernelStat {
@@ -425,8 +421,17 @@ impl DeviceAgg {
             active_ns: active.total,
             kernel_hist: dense(&self.kernel_hist),
             gap_hist: dense(&active.gaps),
-            small_grid_kernels: self.small_grid.0,
-            small_grid_ns: self.small_grid.1,
+            small_grid_kernels: None,
+            small_grid_ns: None,
+            grid_blocks: self
+                .grid_blocks
+                .iter()
+                .map(|(&bucket, &(kernels, ns))| GridBlocks {
+                    bucket,
+                    kernels,
+                    ns,
+                })
+                .collect(),
             top_kernels,
             copies: self
                 .copies
@@ -449,14 +454,6 @@ impl DeviceAgg {
             collectives: collectives.into_values().collect(),
         }
     }
-}
-
-/// Itanium names demangled; anything else (C, CUDA C `extern "C"`) kept as is.
-fn demangle(name: &str) -> String {
-    cpp_demangle::Symbol::new(name)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| name.to_string())
 }
 
 /// A union of intervals fed in start order: everything before `settled` is final.
@@ -656,9 +653,8 @@ mod tests {
     }
 
     #[test]
-    fn nccl_kernel_time_is_totalled_per_collective_and_not_a_small_grid() {
+    fn nccl_kernel_time_is_totalled_per_collective_and_left_out_of_the_grid_sizes() {
         let mut agg = Aggregator::new(T0, 0);
-        agg.set_sm_count(0, 132);
         let names = [
             c"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
             c"_Z43ncclDevKernel_AllReduce_Sum_f32_RING_SIMPLE24ncclDevKernelArgsStorageILm4096EE",
@@ -678,8 +674,15 @@ mod tests {
             }
         }
         let a = only(&agg);
-        // Only vecAdd's 4 two-block grids count as small.
-        assert_eq!((a.small_grid_kernels, a.small_grid_ns), (4, 4 * 80));
+        // Only vecAdd's 4 two-block grids are counted.
+        assert_eq!(
+            a.grid_blocks,
+            [GridBlocks {
+                bucket: 2,
+                kernels: 4,
+                ns: 4 * 80
+            }]
+        );
         let got: Vec<(String, u64, u64)> = a
             .collectives
             .into_iter()
@@ -695,9 +698,8 @@ mod tests {
     }
 
     #[test]
-    fn top_kernels_are_demangled_and_ranked_by_total_time() {
+    fn top_kernels_keep_their_names_and_are_ranked_by_total_time() {
         let mut agg = Aggregator::new(T0, 0);
-        agg.set_sm_count(0, 132);
         let names = [c"_Z6vecAddPfS_S_i", c"gemm_kernel"];
         for i in 0..10u64 {
             agg.add(Record::Kernel {
@@ -725,10 +727,19 @@ mod tests {
             top,
             [
                 ("gemm_kernel", 1, 1024, 1024),
-                ("vecAdd(float*, float*, float*, int)", 10, 4, 13)
+                ("_Z6vecAddPfS_S_i", 10, 4, 13)
             ]
         );
-        assert_eq!((a.small_grid_kernels, a.small_grid_ns), (10, 100));
+        // Grids of 4 to 13 blocks, one bucket each; 1024 blocks in bucket [1024, 1088).
+        let buckets: Vec<(u32, u64, u64)> = a
+            .grid_blocks
+            .iter()
+            .map(|g| (g.bucket, g.kernels, g.ns))
+            .collect();
+        let mut expected: Vec<(u32, u64, u64)> = (4..14).map(|b| (b, 1, 10)).collect();
+        expected.push((hist::bucket_index(1024) as u32, 1, 500));
+        assert_eq!(buckets, expected);
+        assert_eq!(hist::bucket_bounds(hist::bucket_index(1024)), (1024, 1088));
     }
 
     #[test]
