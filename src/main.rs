@@ -13,6 +13,8 @@ mod cmd_report;
 mod cmd_run;
 mod collectives;
 mod diagnose;
+mod gpm;
+mod kernels;
 mod load;
 mod profile;
 mod render_json;

@@ -37,7 +37,7 @@ kernels for matrix work."
                 continue;
             };
             any = true;
-            small += a.small_grid_ns;
+            small += crate::kernels::small_grid(a, sms).1;
             kernel += a.kernel_ns;
             span += a.working_span_ns();
             saving += a
@@ -83,7 +83,7 @@ mod tests {
     #[test]
     fn small_grids_are_named_with_an_upper_bound() {
         let mut a = activity(4.0);
-        a.small_grid_ns = 3 * S;
+        a.small_grid_ns = Some(3 * S);
         a.top_kernels = vec![KernelStat {
             name: "tiny".into(),
             calls: 100,
@@ -118,8 +118,8 @@ mod tests {
             kernels: 1,
             kernel_ns: 2_000,
             busy_ns: 2_000,
-            small_grid_kernels: 1,
-            small_grid_ns: 2_000,
+            small_grid_kernels: Some(1),
+            small_grid_ns: Some(2_000),
             top_kernels: vec![tiny.clone()],
             ..Activity::default()
         };
