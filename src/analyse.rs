@@ -5,6 +5,7 @@
 //! directly.
 
 use crate::diagnose::{diagnose, Diagnosis};
+use crate::gpm::{self, GpuUse};
 use crate::load;
 use crate::profile::{ProcessInfo, Profile};
 use crate::rules::{gpu_shared, pcie_link_degraded};
@@ -51,6 +52,8 @@ pub struct Job {
     pub gpu_busy_share: Option<f64>,
     /// No warning, and the GPU was busy: see `GPU_BOUND_IDLE`.
     pub gpu_bound: bool,
+    /// How much of the GPU the kernels used, from GPM; None without it.
+    pub gpu_use: Option<GpuUse>,
 }
 
 impl Analysed {
@@ -109,6 +112,7 @@ pub fn job(p: &Profile) -> Job {
     Job {
         gpu_bound: diagnosis.verdict().is_none() && idle.is_some_and(|i| i <= GPU_BOUND_IDLE),
         gpu_busy_share: idle.map(|i| 1.0 - i),
+        gpu_use: gpm::gpu_use(p),
         diagnosis,
     }
 }

@@ -11,13 +11,13 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct GpmShares {
     /// SM cycles with at least one warp resident.
-    pub sm_active: Option<f64>,
+    pub sm_active_share: Option<f64>,
     /// Resident warps over the most the SMs can hold.
-    pub sm_occupancy: Option<f64>,
+    pub sm_occupancy_share: Option<f64>,
     /// Cycles the tensor pipes worked, any precision.
-    pub tensor_active: Option<f64>,
+    pub tensor_active_share: Option<f64>,
     /// DRAM bandwidth used over its peak.
-    pub dram_bw: Option<f64>,
+    pub dram_bw_share: Option<f64>,
 }
 
 /// A device's GPM shares over `[from, to)` (Unix ns), of which `working_ns` is working
@@ -35,10 +35,10 @@ pub fn shares_in(d: &Device, from: u64, to: u64, working_ns: u64) -> Option<GpmS
             .map(|pct| (pct / 100.0 * scale).min(1.0))
     };
     Some(GpmShares {
-        sm_active: share(&s.sm_active_pct),
-        sm_occupancy: share(&s.sm_occupancy_pct),
-        tensor_active: share(&s.tensor_active_pct),
-        dram_bw: share(&s.dram_bw_util_pct),
+        sm_active_share: share(&s.sm_active_pct),
+        sm_occupancy_share: share(&s.sm_occupancy_pct),
+        tensor_active_share: share(&s.tensor_active_pct),
+        dram_bw_share: share(&s.dram_bw_util_pct),
     })
 }
 
@@ -83,7 +83,12 @@ pub fn gpu_use(p: &Profile) -> Option<GpuUse> {
         let Some(s) = device_shares(d) else { continue };
         any = true;
         let span = a.working_span_ns();
-        let fields = [s.sm_active, s.sm_occupancy, s.tensor_active, s.dram_bw];
+        let fields = [
+            s.sm_active_share,
+            s.sm_occupancy_share,
+            s.tensor_active_share,
+            s.dram_bw_share,
+        ];
         for ((sum, weight), v) in sums.iter_mut().zip(fields) {
             if let Some(v) = v {
                 *sum += v * span as f64;
@@ -99,10 +104,10 @@ pub fn gpu_use(p: &Profile) -> Option<GpuUse> {
     let matmul_share = (kernel_ns > 0).then(|| matmul_ns / kernel_ns as f64);
     Some(GpuUse {
         shares: GpmShares {
-            sm_active,
-            sm_occupancy,
-            tensor_active,
-            dram_bw,
+            sm_active_share: sm_active,
+            sm_occupancy_share: sm_occupancy,
+            tensor_active_share: tensor_active,
+            dram_bw_share: dram_bw,
         },
         matmul_share,
         memory_bound: dram_bw.is_some_and(|d| d >= MEMORY_BOUND_DRAM),

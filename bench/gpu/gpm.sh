@@ -14,6 +14,9 @@ log="$out/log.txt"
     echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
     python3 -c 'import torch, triton; print("torch", torch.__version__, "CUDA", torch.version.cuda, "triton", triton.__version__)'
     nvidia-smi dmon -h 2>&1 | grep -i -A4 gpm
+    header=$(ls /usr/local/cuda/include/nvml.h /usr/local/cuda*/targets/*/include/nvml.h 2>/dev/null | head -1)
+    echo "== $header"
+    grep -E "NVML_GPM_METRIC_(SM_UTIL|SM_OCCUPANCY|ANY_TENSOR_UTIL|DFMA_TENSOR_UTIL|HMMA_TENSOR_UTIL|IMMA_TENSOR_UTIL|DRAM_BW_UTIL|PCIE_TX_PER_SEC|PCIE_RX_PER_SEC|NVLINK_TOTAL_RX_PER_SEC|NVLINK_TOTAL_TX_PER_SEC|MAX) |NVML_GPM_METRICS_GET_VERSION|NVML_GPM_SUPPORT_VERSION" "$header"
 } > "$log" 2>&1
 # Metric ids as NVML's: 2 SM active, 3 occupancy, 5 any tensor, 7 HMMA, 10 DRAM bandwidth.
 workload() {

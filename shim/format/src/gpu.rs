@@ -211,8 +211,8 @@ pub struct TelemetrySeries {
     pub sm_clock_mhz: Vec<f32>,
     pub power_w: Vec<f32>,
     pub gpu_temp_c: Vec<f32>,
-    /// GPM figures (`Gpm`); empty where GPM did not sample. A slot without a GPM sample
-    /// holds 0.
+    /// GPM figures (`Gpm`); empty where GPM did not sample. A slot without a GPM reading
+    /// holds `NO_READING`.
     #[serde(default)]
     pub sm_active_pct: Vec<f32>,
     #[serde(default)]
@@ -223,14 +223,18 @@ pub struct TelemetrySeries {
     pub dram_bw_util_pct: Vec<f32>,
 }
 
+/// A GPM series slot without a reading.
+pub const NO_READING: f32 = -1.0;
+
 impl TelemetrySeries {
     /// The mean of `column` (one of this series' columns) over `[from, to)` (Unix ns):
-    /// slots the range only partly covers weigh in proportion to the part covered. None
-    /// when the range covers no slot.
+    /// slots the range only partly covers weigh in proportion to the part covered, slots
+    /// without a reading (`NO_READING`) not at all. None when no slot with a reading is
+    /// covered.
     pub fn mean_in(&self, column: &[f32], from: u64, to: u64) -> Option<f64> {
         let step = self.step_ms * 1_000_000;
         let (mut sum, mut weight) = (0.0, 0u64);
-        for (i, &v) in column.iter().enumerate() {
+        for (i, &v) in column.iter().enumerate().filter(|&(_, &v)| v >= 0.0) {
             let lo = self.start_unix_ns + i as u64 * step;
             let overlap = (lo + step).min(to).saturating_sub(lo.max(from));
             sum += f64::from(v) * overlap as f64;

@@ -3,7 +3,7 @@
 //! resolution instead of growing. Pure arithmetic on `Sample`s; nvml.rs takes them.
 
 use gpuspy_format::gpu::{
-    ClockEvent, Gauge, Gpm, SourceStatus, Telemetry, TelemetrySeries, SERIES_POINTS,
+    ClockEvent, Gauge, Gpm, SourceStatus, Telemetry, TelemetrySeries, NO_READING, SERIES_POINTS,
 };
 
 /// Clock-event reason bits (nvmlClocksEventReason*), with the names the dump uses.
@@ -258,9 +258,14 @@ impl TelemetryAgg {
             if !any_gpm {
                 return Vec::new();
             }
+            // A slot without a reading (the first, or one whose pair was put off to keep
+            // 100 ms between samples) is NO_READING, not 0: readers skip it.
             self.series
                 .iter()
-                .map(|p| mean(sum(p), p.gpm_samples))
+                .map(|p| match p.gpm_samples {
+                    0 => NO_READING,
+                    n => mean(sum(p), n),
+                })
                 .collect()
         };
         let gauge = |i: usize| self.gpm[i].gauge();
@@ -415,7 +420,7 @@ mod tests {
         );
         assert_eq!(gpm.tensor_active_pct.map(|g| (g.samples, g.mean)), Some((2, 5.0)));
         // Slot 0 had no reading; the GPU-util column still counts it.
-        assert_eq!(t.series.sm_active_pct, [0.0, 10.0, 20.0, 30.0]);
+        assert_eq!(t.series.sm_active_pct, [NO_READING, 10.0, 20.0, 30.0]);
         assert_eq!(t.series.gpu_util_pct, [50.0; 4]);
         let series = &t.series;
         let from = series.start_unix_ns + 100_000_000;
@@ -427,6 +432,12 @@ mod tests {
         assert_eq!(
             series.mean_in(&series.sm_active_pct, from + 50_000_000, from + 200_000_000),
             Some(25.0 / 1.5)
+        );
+        // Slot 0, without a reading, does not count.
+        let start = series.start_unix_ns;
+        assert_eq!(
+            series.mean_in(&series.sm_active_pct, start, start + 200_000_000),
+            Some(10.0)
         );
         assert_eq!(series.mean_in(&series.sm_active_pct, 0, 1), None);
     }
