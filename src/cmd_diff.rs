@@ -660,6 +660,7 @@ mod tests {
     #[test]
     fn sm_and_tensor_activity_are_compared_where_both_sides_have_gpm() {
         // The same busy GPU, its tensor pipes idle in the new runs (TF32 switched off).
+        // Regressions come first.
         let r = compare(&gpm_runs(90.0, 80.0), &gpm_runs(88.0, 10.0), &options());
         let gpm: Vec<(&str, Kind, &str, &str)> = r
             .changes
@@ -670,8 +671,8 @@ mod tests {
         assert_eq!(
             gpm,
             [
-                ("GPU SM-active share", Kind::Unchanged, "90.0 %", "88.0 %"),
-                ("GPU tensor-active share", Kind::Regression, "80.0 %", "10.0 %")
+                ("GPU tensor-active share", Kind::Regression, "80.0 %", "10.0 %"),
+                ("GPU SM-active share", Kind::Unchanged, "90.0 %", "88.0 %")
             ]
         );
         // Without GPM on one side, nothing is said about it.

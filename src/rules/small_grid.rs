@@ -97,6 +97,7 @@ mod tests {
     #[test]
     fn small_grids_are_named_with_an_upper_bound() {
         let mut a = activity(4.0);
+        a.small_grid_kernels = Some(100);
         a.small_grid_ns = Some(3 * S);
         a.top_kernels = vec![KernelStat {
             name: "tiny".into(),
