@@ -671,7 +671,12 @@ mod tests {
         assert_eq!(
             gpm,
             [
-                ("GPU tensor-active share", Kind::Regression, "80.0 %", "10.0 %"),
+                (
+                    "GPU tensor-active share",
+                    Kind::Regression,
+                    "80.0 %",
+                    "10.0 %"
+                ),
                 ("GPU SM-active share", Kind::Unchanged, "90.0 %", "88.0 %")
             ]
         );

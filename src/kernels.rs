@@ -108,8 +108,14 @@ mod tests {
     fn names_are_demangled_once_and_plain_names_kept() {
         for (name, shown) in [
             ("_Z6vecAddPfS_S_i", "vecAdd(float*, float*, float*, int)"),
-            ("vecAdd(float*, float*, float*, int)", "vecAdd(float*, float*, float*, int)"),
-            ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopB_TNT", "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopB_TNT"),
+            (
+                "vecAdd(float*, float*, float*, int)",
+                "vecAdd(float*, float*, float*, int)",
+            ),
+            (
+                "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopB_TNT",
+                "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopB_TNT",
+            ),
         ] {
             assert_eq!(demangle(name), shown);
         }

@@ -791,9 +791,7 @@ mod tests {
     fn a_gpu_bound_verdict_says_how_much_of_the_gpu_the_kernels_used() {
         use crate::diagnose::synthetic::run;
         use crate::report::Report;
-        use gpuspy_format::gpu::{
-            Activity, Device, Gpu, KernelStat, Telemetry, TelemetrySeries,
-        };
+        use gpuspy_format::gpu::{Activity, Device, Gpu, KernelStat, Telemetry, TelemetrySeries};
         // 95 % busy over 1 s, one kernel; GPM reads the same in each of ten 100 ms slots.
         let render_with = |tensor: f32, dram: f32, kernel: &str| {
             let busy = 950_000_000;
@@ -836,10 +834,19 @@ mod tests {
         assert!(fp32.contains("Low tensor-pipe use: matmul kernels hold 100.0% of kernel time, but the tensor pipes worked 0.0% of the span."), "{fp32}");
         assert!(!fp32.contains("Memory-bandwidth-bound"), "{fp32}");
         let elementwise = render_with(0.0, 86.0, "vectorized_elementwise_kernel");
-        assert!(elementwise.contains("Memory-bandwidth-bound"), "{elementwise}");
-        assert!(!elementwise.contains("Low tensor-pipe use"), "{elementwise}");
+        assert!(
+            elementwise.contains("Memory-bandwidth-bound"),
+            "{elementwise}"
+        );
+        assert!(
+            !elementwise.contains("Low tensor-pipe use"),
+            "{elementwise}"
+        );
         let bf16 = render_with(93.0, 17.0, "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT");
-        assert!(!bf16.contains("Memory-bandwidth-bound") && !bf16.contains("Low tensor-pipe use"), "{bf16}");
+        assert!(
+            !bf16.contains("Memory-bandwidth-bound") && !bf16.contains("Low tensor-pipe use"),
+            "{bf16}"
+        );
         assert!(bf16.contains("GPM over the same span: SM active 90.0%, occupancy 40.0%, tensor pipes 93.0%, DRAM bandwidth 17.0%"), "{bf16}");
     }
 }

@@ -189,9 +189,15 @@ fn cupti_records_reduce_exactly() {
     let span = a["last_unix_ns"].as_u64().unwrap() - first;
     // The report demangles, and judges the 4-block grids small on 132 SMs.
     let ra = &r["gpu"][0]["devices"][0]["activity"];
-    assert_eq!(ra["top_kernels"][0]["name"], "vecAdd(float*, float*, float*, int)");
     assert_eq!(
-        (ra["small_grid_kernels"].as_u64(), ra["small_grid_ns"].as_u64()),
+        ra["top_kernels"][0]["name"],
+        "vecAdd(float*, float*, float*, int)"
+    );
+    assert_eq!(
+        (
+            ra["small_grid_kernels"].as_u64(),
+            ra["small_grid_ns"].as_u64()
+        ),
         (Some(3), Some(35_000_000))
     );
     assert!((busy - 31e6 / span as f64).abs() < 1e-12, "{busy}");
@@ -328,11 +334,18 @@ fn gpm_metrics_reach_the_dump_whole_gpu_or_mig_instance() {
         );
         let t = &gpu_section(&run)["devices"][0]["telemetry"];
         let gpm = &t["gpm"];
-        assert_eq!((gpm["active"].as_bool(), gpm["note"].as_str()), (Some(true), Some(note)), "{t}");
+        assert_eq!(
+            (gpm["active"].as_bool(), gpm["note"].as_str()),
+            (Some(true), Some(note)),
+            "{t}"
+        );
         // The first sample pairs with none: one reading fewer than samples, at most.
         let readings = gpm["sm_active_pct"]["samples"].as_u64().unwrap();
         let samples = t["samples"].as_u64().unwrap();
-        assert!(readings >= 1 && readings < samples, "{readings} of {samples}");
+        assert!(
+            readings >= 1 && readings < samples,
+            "{readings} of {samples}"
+        );
         for (metric, value) in [
             ("sm_active_pct", sm_active),
             ("sm_occupancy_pct", 30.0),
@@ -350,8 +363,14 @@ fn gpm_metrics_reach_the_dump_whole_gpu_or_mig_instance() {
             }
         }
         let series = t["series"]["sm_active_pct"].as_array().unwrap();
-        assert_eq!(series.len(), t["series"]["gpu_util_pct"].as_array().unwrap().len());
-        assert!(series.iter().any(|v| v.as_f64() == Some(sm_active)), "{series:?}");
+        assert_eq!(
+            series.len(),
+            t["series"]["gpu_util_pct"].as_array().unwrap().len()
+        );
+        assert!(
+            series.iter().any(|v| v.as_f64() == Some(sm_active)),
+            "{series:?}"
+        );
     }
 }
 

@@ -73,8 +73,7 @@ pub mod fixtures {
     use crate::diagnose::synthetic::run;
     use crate::diagnose::{Finding, Outcome, Rule};
     use gpuspy_format::gpu::{
-        Activity, CollectiveKernels, Device, DeviceFacts, Gpu, PcieLink, Telemetry,
-        TelemetrySeries,
+        Activity, CollectiveKernels, Device, DeviceFacts, Gpu, PcieLink, Telemetry, TelemetrySeries,
     };
     use gpuspy_format::hist;
 

@@ -81,8 +81,19 @@ kernels for matrix work."
         )
         .evidence("small_grid_ns", small)
         .evidence("kernel_ns", kernel)
-        .evidence("impact_from", if estimated { "grid sizes" } else { "sm activity" });
-        Outcome::Found(if estimated { finding.heuristic() } else { finding })
+        .evidence(
+            "impact_from",
+            if estimated {
+                "grid sizes"
+            } else {
+                "sm activity"
+            },
+        );
+        Outcome::Found(if estimated {
+            finding.heuristic()
+        } else {
+            finding
+        })
     }
 }
 

@@ -385,11 +385,7 @@ impl DeviceAgg {
         active.close();
         let mut top: Vec<&KernelStat> = self.names.values().map(|n| &n.stat).collect();
         top.sort_unstable_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
-        let mut top_kernels: Vec<KernelStat> = top
-            .into_iter()
-            .take(TOP_KERNELS)
-            .cloned()
-            .collect();
+        let mut top_kernels: Vec<KernelStat> = top.into_iter().take(TOP_KERNELS).cloned().collect();
         if self.other_kernels.stat.calls > 0 {
             top_kernels.push(KernelStat {
                 name: "(other kernels)".into(),

@@ -208,7 +208,7 @@ fn run() {
     let nvml = nvml.ok();
     let pid = own_pid();
     let mut known = 0u64;
-    let mut handles = BTreeMap::new();
+    let mut sampled = BTreeMap::new();
     let mut tick = 0u64;
     while !FINISHED.load(Acquire) {
         let started = clock::monotonic_ns();
@@ -216,7 +216,7 @@ fn run() {
         if used != known {
             for ordinal in (0..64).filter(|o| (used & !known) >> o & 1 == 1) {
                 if let Some(d) = add_device(ordinal, nvml.as_ref(), pid, settings.interval) {
-                    handles.insert(ordinal, d);
+                    sampled.insert(ordinal, d);
                 }
             }
             known = used;
@@ -224,7 +224,12 @@ fn run() {
         // Sampling stops for good once the program has its own CUPTI client: the hangs
         // described above happened with NVML queries running alongside one.
         if let (Some(nvml), false) = (&nvml, cupti::program_client()) {
-            sample(nvml, &mut handles, pid, tick.is_multiple_of(SLOW_QUERY_TICKS));
+            sample(
+                nvml,
+                &mut sampled,
+                pid,
+                tick.is_multiple_of(SLOW_QUERY_TICKS),
+            );
         }
         cupti::collect(false, SETTLE_MARGIN_NS);
         COLLECTOR_CPU_NS.store(thread_cpu_ns(), Relaxed);
@@ -266,19 +271,20 @@ fn mig_uuid(ordinal: u32) -> Option<std::ffi::CString> {
         std::mem::transmute::<*mut c_void, DeviceGet>(get)(&mut dev, ordinal as c_int) == 0
             && std::mem::transmute::<*mut c_void, Uuid>(uuid)(&mut b, dev) == 0
     };
-    let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    ok.then(|| {
-        std::ffi::CString::new(format!(
-            "MIG-{}-{}-{}-{}-{}",
-            hex(0..4),
-            hex(4..6),
-            hex(6..8),
-            hex(8..10),
-            hex(10..16)
-        ))
-        .ok()
-    })
-    .flatten()
+    if !ok {
+        return None;
+    }
+    let hex =
+        |r: std::ops::Range<usize>| -> String { b[r].iter().map(|x| format!("{x:02x}")).collect() };
+    let uuid = format!(
+        "MIG-{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    );
+    std::ffi::CString::new(uuid).ok()
 }
 
 /// The driver's view of a device (PCI bus id, SM count), asked of libcuda directly.
@@ -351,8 +357,16 @@ fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) -
     });
     let (sampled, facts, gpm_status) = match nvml_device {
         Some((dev, facts, gpm)) => {
-            let status = status(gpm.as_ref().map(GpmSampler::describe).map_err(String::clone));
-            (Some(Sampled { dev, gpm: gpm.ok() }), Some(facts), Some(status))
+            let status = status(
+                gpm.as_ref()
+                    .map(GpmSampler::describe)
+                    .map_err(String::clone),
+            );
+            (
+                Some(Sampled { dev, gpm: gpm.ok() }),
+                Some(facts),
+                Some(status),
+            )
         }
         None => (None, None, None),
     };

@@ -382,7 +382,9 @@ impl Nvml {
             Some(uuid) => {
                 let mut mig: Handle = std::ptr::null_mut();
                 let found = call!(f.handle_by_uuid, uuid.as_ptr(), &mut mig) == 0;
-                let id = found.then(|| self.device_u32(f.gpu_instance_id, mig)).flatten();
+                let id = found
+                    .then(|| self.device_u32(f.gpu_instance_id, mig))
+                    .flatten();
                 Some(id.ok_or_else(|| {
                     format!(
                         "MIG is on and NVML knows no GPU instance of {}",
@@ -426,7 +428,9 @@ impl Nvml {
     /// the next tick), or when NVML fails.
     fn gpm_reading(&self, dev: Handle, g: &mut GpmSampler, now_ns: u64) -> Option<GpmReading> {
         let f = &self.f;
-        if g.older_at.is_some_and(|at| now_ns.saturating_sub(at) < GPM_MIN_PAIR_NS) {
+        if g.older_at
+            .is_some_and(|at| now_ns.saturating_sub(at) < GPM_MIN_PAIR_NS)
+        {
             return None;
         }
         let newer = g.samples[1];

@@ -251,7 +251,10 @@ impl TelemetryAgg {
 
     pub fn telemetry(&self) -> Telemetry {
         let column = |sum: fn(&SeriesPoint) -> f64| -> Vec<f32> {
-            self.series.iter().map(|p| mean(sum(p), p.samples)).collect()
+            self.series
+                .iter()
+                .map(|p| mean(sum(p), p.samples))
+                .collect()
         };
         let any_gpm = self.series.iter().any(|p| p.gpm_samples > 0);
         let gpm_column = |sum: fn(&SeriesPoint) -> f64| -> Vec<f32> {
@@ -418,7 +421,10 @@ mod tests {
                 last: 30.0
             })
         );
-        assert_eq!(gpm.tensor_active_pct.map(|g| (g.samples, g.mean)), Some((2, 5.0)));
+        assert_eq!(
+            gpm.tensor_active_pct.map(|g| (g.samples, g.mean)),
+            Some((2, 5.0))
+        );
         // Slot 0 had no reading; the GPU-util column still counts it.
         assert_eq!(t.series.sm_active_pct, [NO_READING, 10.0, 20.0, 30.0]);
         assert_eq!(t.series.gpu_util_pct, [50.0; 4]);
