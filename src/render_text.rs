@@ -3,7 +3,7 @@
 //! layout (`numbers` below checks that).
 
 use crate::diagnose::Severity;
-use crate::gpm::{GpuUse, MEMORY_BOUND_DRAM};
+use crate::gpm::GpuUse;
 use crate::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
 use gpuspy_format::Ending;
 use std::fmt::Write;
@@ -353,8 +353,8 @@ fn gpu_use(out: &mut String, u: &GpuUse) {
     if u.memory_bound {
         let _ = writeln!(
             out,
-            "  Memory-bandwidth-bound (DRAM bandwidth at {:.0} % or more of its peak): moving fewer bytes (fused kernels, lower precision, data reused from cache) makes it faster, more FLOPs do not.",
-            MEMORY_BOUND_DRAM * 100.0
+            "  Memory-bandwidth-bound (DRAM bandwidth at {} of its peak): moving fewer bytes (fused kernels, lower precision, data reused from cache) makes it faster, more FLOPs do not.",
+            percent(s.dram_bw_share)
         );
     }
     if u.low_tensor_use {

@@ -166,7 +166,8 @@ const GPM_METRICS_GET_VERSION: u32 = 1;
 const GPM_MIN_PAIR_NS: u64 = 100_000_000;
 
 /// GPM sampling of one device (or one MIG GPU instance of it): two sample buffers, the
-/// older one taken at `older_at`, paired with each new one.
+/// older one taken at `older_at`, paired with each new one. They live as long as the
+/// process, like NVML itself, which gpuspy never shuts down.
 pub struct GpmSampler {
     /// The MIG GPU instance sampled; None for the whole GPU.
     instance: Option<u32>,
