@@ -348,10 +348,12 @@ fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) -
         let mut facts = nvml.facts(dev, bus_id, pid);
         facts.sm_count = sms;
         facts.cuda_driver_version = cuda_version;
-        let mig = facts.mig_mode == Some(true);
-        let gpm = match (mig, mig.then(|| mig_uuid(ordinal)).flatten()) {
-            (true, None) => Err("MIG is on and the driver gave no UUID for the device".into()),
-            (_, uuid) => nvml.gpm(dev, uuid.as_deref()),
+        let gpm = if facts.mig_mode == Some(true) {
+            mig_uuid(ordinal)
+                .ok_or_else(|| "MIG is on and the driver gave no UUID for the device".to_string())
+                .and_then(|uuid| nvml.gpm(dev, Some(&uuid)))
+        } else {
+            nvml.gpm(dev, None)
         };
         Some((dev as usize, facts, gpm))
     });
