@@ -5,6 +5,7 @@
 //! directly.
 
 use crate::diagnose::{diagnose, Diagnosis};
+use crate::gpm::{self, GpuUse};
 use crate::load;
 use crate::phases::TimeAxis;
 use crate::profile::{ProcessInfo, Profile};
@@ -62,6 +63,8 @@ pub struct Job {
     /// The steady state's GPU idle share, when it is `UNEXPLAINED_IDLE` or more and no
     /// warning explains it.
     pub unexplained_idle: Option<f64>,
+    /// How much of the GPU the kernels used, from GPM; None without it.
+    pub gpu_use: Option<GpuUse>,
 }
 
 impl Analysed {
@@ -128,6 +131,7 @@ pub fn job(p: &Profile) -> Job {
         gpu_busy_share: idle.map(|i| 1.0 - i),
         unexplained_idle: steady_idle.filter(|&i| quiet && i >= UNEXPLAINED_IDLE),
         time_axis,
+        gpu_use: gpm::gpu_use(p),
         diagnosis,
     }
 }

@@ -281,39 +281,62 @@ fn copy_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
     }
 }
 
-/// A busy-share drop smaller than this (in points) is noise whatever its relative size.
-const BUSY_FLOOR: f64 = 0.02;
+/// A drop in a share of GPU time (busy, SM active, tensor pipes) smaller than this (in
+/// points) is noise whatever its relative size.
+const SHARE_FLOOR: f64 = 0.02;
 
-/// GPU-side changes, where both sides have CUPTI activity: the GPU's busy share per run,
-/// and the mean GPU time per call of each top kernel (by demangled name) that holds at
-/// least `--min-share` of kernel time.
-fn gpu_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
-    let busy = |side: &Side| -> Option<f64> {
+/// The change of a share of GPU time, averaged over each side's runs that have it: a drop
+/// of at least `SHARE_FLOOR` and the threshold is a regression (the GPU did less of it in
+/// each second), a rise as large an improvement. None unless both sides have it.
+fn share_change(
+    base: &Side,
+    new: &Side,
+    o: &Options,
+    what: &str,
+    share: impl Fn(&Job) -> Option<f64>,
+) -> Option<Change> {
+    let mean = |side: &Side| -> Option<f64> {
         let shares: Vec<f64> = side
             .runs
             .iter()
-            .filter_map(|r| r.analysed.job.gpu_busy_share)
+            .filter_map(|r| share(&r.analysed.job))
             .collect();
         (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
     };
-    let (Some(b), Some(n)) = (busy(base), busy(new)) else {
-        return;
-    };
+    let (b, n) = (mean(base)?, mean(new)?);
     let moved = n - b;
-    let kind = if -moved >= BUSY_FLOOR && relative(b, n) <= -o.threshold {
+    let kind = if -moved >= SHARE_FLOOR && relative(b, n) <= -o.threshold {
         Kind::Regression
-    } else if moved >= BUSY_FLOOR && relative(b, n) >= o.threshold {
+    } else if moved >= SHARE_FLOOR && relative(b, n) >= o.threshold {
         Kind::Improvement
     } else {
         Kind::Unchanged
     };
-    out.push(Change {
+    Some(Change {
         kind,
-        what: "GPU busy share".into(),
+        what: what.into(),
         base: format!("{:.1} %", b * 100.0),
         new: format!("{:.1} %", n * 100.0),
         detail: format!("{:+.1} points", moved * 100.0),
-    });
+    })
+}
+
+/// GPU-side changes, where both sides have CUPTI activity: the GPU's busy share per run,
+/// its SM-active and tensor-active shares where both sides have GPM, and the mean GPU
+/// time per call of each top kernel (by demangled name) that holds at least `--min-share`
+/// of kernel time.
+fn gpu_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
+    let Some(busy) = share_change(base, new, o, "GPU busy share", |j| j.gpu_busy_share) else {
+        return;
+    };
+    out.push(busy);
+    let gpm = |j: &Job| j.gpu_use.map(|u| u.shares);
+    out.extend(share_change(base, new, o, "GPU SM-active share", |j| {
+        gpm(j)?.sm_active_share
+    }));
+    out.extend(share_change(base, new, o, "GPU tensor-active share", |j| {
+        gpm(j)?.tensor_active_share
+    }));
     // name -> (calls, total ns), over all runs of a side.
     let kernels = |side: &Side| -> BTreeMap<String, (u64, u64)> {
         let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
@@ -688,6 +711,58 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// `gpu_runs(900, 100)` with GPM figures: SM active and tensor pipes, in percent.
+    fn gpm_runs(sm_active: f32, tensor: f32) -> Vec<Run> {
+        use gpuspy_format::gpu::{Telemetry, TelemetrySeries};
+        let mut runs = gpu_runs(900, 100);
+        for r in &mut runs {
+            let mut p = r.analysed.profile.clone();
+            let device = &mut p.processes[0].gpu.as_mut().unwrap().devices[0];
+            device.telemetry = Some(Telemetry {
+                series: TelemetrySeries {
+                    start_unix_ns: 1,
+                    step_ms: 100,
+                    sm_active_pct: vec![sm_active; 10],
+                    sm_occupancy_pct: vec![20.0; 10],
+                    tensor_active_pct: vec![tensor; 10],
+                    dram_bw_util_pct: vec![10.0; 10],
+                    ..TelemetrySeries::default()
+                },
+                ..Telemetry::default()
+            });
+            r.analysed = analyse::merged(p);
+        }
+        runs
+    }
+
+    #[test]
+    fn sm_and_tensor_activity_are_compared_where_both_sides_have_gpm() {
+        // The same busy GPU, its tensor pipes idle in the new runs (TF32 switched off).
+        // Regressions come first.
+        let r = compare(&gpm_runs(90.0, 80.0), &gpm_runs(88.0, 10.0), &options());
+        let gpm: Vec<(&str, Kind, &str, &str)> = r
+            .changes
+            .iter()
+            .filter(|c| c.what.starts_with("GPU SM") || c.what.starts_with("GPU tensor"))
+            .map(|c| (c.what.as_str(), c.kind, c.base.as_str(), c.new.as_str()))
+            .collect();
+        assert_eq!(
+            gpm,
+            [
+                (
+                    "GPU tensor-active share",
+                    Kind::Regression,
+                    "80.0 %",
+                    "10.0 %"
+                ),
+                ("GPU SM-active share", Kind::Unchanged, "90.0 %", "88.0 %")
+            ]
+        );
+        // Without GPM on one side, nothing is said about it.
+        let r = compare(&gpu_runs(900, 100), &gpm_runs(90.0, 10.0), &options());
+        assert!(!r.changes.iter().any(|c| c.what.starts_with("GPU tensor")));
     }
 
     #[test]

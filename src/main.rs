@@ -15,6 +15,8 @@ mod cmd_report;
 mod cmd_run;
 mod collectives;
 mod diagnose;
+mod gpm;
+mod kernels;
 mod load;
 mod phases;
 mod profile;

@@ -274,7 +274,10 @@ impl Profile {
             launches: 0,
             copied_bytes: 0,
             unrecorded_calls: d.unrecorded_calls,
-            gpu: d.gpu.map(Box::new),
+            gpu: d.gpu.map(|mut g| {
+                crate::kernels::demangle_names(&mut g);
+                Box::new(g)
+            }),
             run_token: d.process.run_token,
             timeline: d.timeline.map(Box::new),
         });

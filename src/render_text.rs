@@ -3,6 +3,7 @@
 //! layout (`numbers` below checks that).
 
 use crate::diagnose::{Finding, Severity};
+use crate::gpm::GpuUse;
 use crate::phases::StepSource;
 use crate::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
 use gpuspy_format::Ending;
@@ -173,6 +174,9 @@ fn diagnosis(out: &mut String, r: &Report) {
                     "\nVerdict: no blocking problem in the host-side data. The dumps have no GPU busy time (see the GPU section), so a GPU-bound run cannot be confirmed."
                 ),
             };
+            if let Some(u) = &r.gpu_use {
+                gpu_use(out, u);
+            }
         }
     }
     let _ = writeln!(out, "\nLayers, bottom up");
@@ -428,9 +432,42 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device, figures: &Devi
             parts.push(format!("GPU {:.0} C max", temp.max));
         }
         let _ = writeln!(out, "      telemetry: {}", parts.join("  ·  "));
+        if let Some(gpm) = t.gpm.as_ref().filter(|g| !g.active) {
+            let _ = writeln!(out, "      GPM: {}", gpm.note);
+        }
     }
     for w in &figures.warnings {
         let _ = writeln!(out, "      ! {w}");
+    }
+}
+
+/// How much of the GPU the kernels used (GPM), under a verdict that found nothing
+/// blocking: the shares, and whether the run is memory-bandwidth-bound or leaves the
+/// tensor pipes idle on matmul-heavy work.
+fn gpu_use(out: &mut String, u: &GpuUse) {
+    let s = &u.shares;
+    let _ = writeln!(
+        out,
+        "  The kernels kept the SMs active {} of the span (occupancy {}), the tensor pipes {}, DRAM bandwidth {} of its peak (GPM).",
+        percent(s.sm_active_share),
+        percent(s.sm_occupancy_share),
+        percent(s.tensor_active_share),
+        percent(s.dram_bw_share)
+    );
+    if u.memory_bound {
+        let _ = writeln!(
+            out,
+            "  Memory-bandwidth-bound (DRAM bandwidth at {} of its peak): moving fewer bytes (fused kernels, lower precision, data reused from cache) makes it faster, more FLOPs do not.",
+            percent(s.dram_bw_share)
+        );
+    }
+    if u.low_tensor_use {
+        let _ = writeln!(
+            out,
+            "  Low tensor-pipe use: matmul kernels hold {} of kernel time, but the tensor pipes worked {} of the span. fp32 matmuls skip the tensor cores unless TF32 is allowed (torch.backends.cuda.matmul.allow_tf32 = True); bf16 or fp16 (autocast) use them fully.",
+            percent(u.matmul_share),
+            percent(s.tensor_active_share)
+        );
     }
 }
 
@@ -466,6 +503,17 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
         duration(a.kernel_ns),
         gaps
     );
+    let g = &fig.gpm;
+    if g.sm_active_share.is_some() {
+        let _ = writeln!(
+            out,
+            "      GPM over the same span: SM active {}, occupancy {}, tensor pipes {}, DRAM bandwidth {}",
+            percent(g.sm_active_share),
+            percent(g.sm_occupancy_share),
+            percent(g.tensor_active_share),
+            percent(g.dram_bw_share)
+        );
+    }
     // Copies between host and device cross the PCIe link: their rate against its peak.
     for (c, cf) in a.copies.iter().zip(&fig.copies) {
         let of_peak = cf.pcie_peak_share.map_or_else(String::new, |s| {
@@ -902,6 +950,69 @@ mod tests {
         );
         let none = render(&run(1.0).api("cuLaunchKernel", 10, 0.1, 0).build(), false);
         assert!(none.contains("The dumps have no GPU busy time"), "{none}");
+    }
+
+    #[test]
+    fn a_gpu_bound_verdict_says_how_much_of_the_gpu_the_kernels_used() {
+        use crate::diagnose::synthetic::run;
+        use crate::report::Report;
+        use gpuspy_format::gpu::{Activity, Device, Gpu, KernelStat, Telemetry, TelemetrySeries};
+        // 95 % busy over 1 s, one kernel; GPM reads the same in each of ten 100 ms slots.
+        let render_with = |tensor: f32, dram: f32, kernel: &str| {
+            let busy = 950_000_000;
+            let gpu = Gpu {
+                devices: vec![Device {
+                    activity: Some(Activity {
+                        first_unix_ns: 1,
+                        last_unix_ns: 1 + 1_000_000_000,
+                        busy_ns: busy,
+                        kernel_ns: busy,
+                        top_kernels: vec![KernelStat {
+                            name: kernel.into(),
+                            total_ns: busy,
+                            ..KernelStat::default()
+                        }],
+                        ..Activity::default()
+                    }),
+                    telemetry: Some(Telemetry {
+                        series: TelemetrySeries {
+                            start_unix_ns: 1,
+                            step_ms: 100,
+                            sm_active_pct: vec![90.0; 10],
+                            sm_occupancy_pct: vec![40.0; 10],
+                            tensor_active_pct: vec![tensor; 10],
+                            dram_bw_util_pct: vec![dram; 10],
+                            ..TelemetrySeries::default()
+                        },
+                        ..Telemetry::default()
+                    }),
+                    ..Device::default()
+                }],
+                ..Gpu::default()
+            };
+            let p = run(1.0).api("cuLaunchKernel", 10, 0.1, 0).gpu(gpu).build();
+            render(&Report::new(&crate::analyse::merged(p)), false)
+        };
+        let fp32 = render_with(0.0, 5.0, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n");
+        assert!(fp32.contains("Verdict: GPU-bound."), "{fp32}");
+        assert!(fp32.contains("The kernels kept the SMs active 90.0% of the span (occupancy 40.0%), the tensor pipes 0.0%, DRAM bandwidth 5.0% of its peak (GPM)."), "{fp32}");
+        assert!(fp32.contains("Low tensor-pipe use: matmul kernels hold 100.0% of kernel time, but the tensor pipes worked 0.0% of the span."), "{fp32}");
+        assert!(!fp32.contains("Memory-bandwidth-bound"), "{fp32}");
+        let elementwise = render_with(0.0, 86.0, "vectorized_elementwise_kernel");
+        assert!(
+            elementwise.contains("Memory-bandwidth-bound"),
+            "{elementwise}"
+        );
+        assert!(
+            !elementwise.contains("Low tensor-pipe use"),
+            "{elementwise}"
+        );
+        let bf16 = render_with(93.0, 17.0, "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT");
+        assert!(
+            !bf16.contains("Memory-bandwidth-bound") && !bf16.contains("Low tensor-pipe use"),
+            "{bf16}"
+        );
+        assert!(bf16.contains("GPM over the same span: SM active 90.0%, occupancy 40.0%, tensor pipes 93.0%, DRAM bandwidth 17.0%"), "{bf16}");
     }
 }
 

@@ -8,6 +8,7 @@ use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, Imbalance};
 use crate::collectives::{collectives, link_peak};
 use crate::diagnose::{Finding, LayerStatus};
 use crate::phases::{IdleKind, Phase, PhaseKind, Startup, SteadyState, Step};
+use crate::gpm::{GpmShares, GpuUse};
 use crate::profile::{Api, Latency, ProcessInfo};
 use crate::runs::{runs, Run};
 use gpuspy_format::gpu::{Device, Gpu};
@@ -62,6 +63,8 @@ pub struct Report<'a> {
     /// No warning and the GPU busy (analyse::GPU_BOUND_IDLE).
     pub gpu_bound: bool,
     pub gpu_busy_share: Option<f64>,
+    /// How much of the GPU the kernels used, from GPM (analyse::Job::gpu_use).
+    pub gpu_use: Option<GpuUse>,
     pub findings: Vec<Finding>,
     pub layers: Vec<LayerStatus>,
     /// Largest `total_ns` first.
@@ -392,6 +395,13 @@ pub struct DeviceFigures {
 #[derive(Serialize)]
 pub struct ActivityFigures {
     pub busy_share: Option<f64>,
+    /// What the SMs did over the same working span, from GPM; null without GPM.
+    #[serde(flatten)]
+    pub gpm: GpmShares,
+    /// Kernels in grids of fewer blocks than the device has SMs (`kernels::small_grid`),
+    /// and their time; None without the SM count.
+    pub small_grid_kernels: Option<u64>,
+    pub small_grid_ns: Option<u64>,
     /// The activity span less pauses of 1 s or more.
     pub working_span_ns: u64,
     pub pauses: u64,
@@ -609,6 +619,7 @@ impl<'a> Report<'a> {
             verdict: d.verdict().map(|f| f.id),
             gpu_bound: a.job.gpu_bound,
             gpu_busy_share: a.job.gpu_busy_share,
+            gpu_use: a.job.gpu_use,
             findings: d.findings.clone(),
             layers: d.layers.clone(),
             apis: Apis {
@@ -671,8 +682,16 @@ fn device_figures(dev: &Device) -> DeviceFigures {
                     longest_below_ns: max,
                 }
             });
+            let small_grid = dev
+                .facts
+                .as_ref()
+                .and_then(|f| f.sm_count)
+                .map(|sms| crate::kernels::small_grid(a, sms));
             ActivityFigures {
                 busy_share: a.busy_share(),
+                gpm: crate::gpm::device_shares(dev).unwrap_or_default(),
+                small_grid_kernels: small_grid.map(|s| s.0),
+                small_grid_ns: small_grid.map(|s| s.1),
                 working_span_ns: a.working_span_ns(),
                 pauses,
                 pause_ns,

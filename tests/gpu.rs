@@ -152,13 +152,17 @@ fn cupti_records_reduce_exactly() {
         .iter()
         .map(|k| (k["name"].as_str().unwrap(), k["calls"].as_u64().unwrap()))
         .collect();
+    // The dump keeps CUDA's (mangled) names and the grid sizes: 3 grids of 4 blocks,
+    // 1000 of 1024 (bucket 112, [1024, 1088)).
+    assert_eq!(top, [("_Z6vecAddPfS_S_i", 3), ("gemm_kernel", 1000)]);
     assert_eq!(
-        top,
-        [
-            ("vecAdd(float*, float*, float*, int)", 3),
-            ("gemm_kernel", 1000)
-        ]
+        a["grid_blocks"],
+        serde_json::json!([
+            {"bucket": 4, "kernels": 3, "ns": 35_000_000},
+            {"bucket": 112, "kernels": 1000, "ns": 1_000_000}
+        ])
     );
+    assert_eq!(a.get("small_grid_kernels"), None);
     assert_eq!(a["copies"][0]["bytes"], 64u64 << 20);
     assert_eq!(a["copies"][0]["memory"], "pageable");
     let um = &g["unified_memory"];
@@ -187,6 +191,19 @@ fn cupti_records_reduce_exactly() {
         .as_f64()
         .unwrap();
     let span = a["last_unix_ns"].as_u64().unwrap() - first;
+    // The report demangles, and judges the 4-block grids small on 132 SMs.
+    let ra = &r["gpu"][0]["devices"][0]["activity"];
+    assert_eq!(
+        ra["top_kernels"][0]["name"],
+        "vecAdd(float*, float*, float*, int)"
+    );
+    assert_eq!(
+        (
+            ra["small_grid_kernels"].as_u64(),
+            ra["small_grid_ns"].as_u64()
+        ),
+        (Some(3), Some(35_000_000))
+    );
     assert!((busy - 31e6 / span as f64).abs() < 1e-12, "{busy}");
 }
 
@@ -358,4 +375,96 @@ fn under_full_capture_every_record_counts_once() {
 fn without_managed_memory_the_unified_memory_counters_stay_off() {
     let run = run("cupti_stream", &["300"], &[]);
     assert_eq!(gpu_section(&run)["unified_memory"], Value::Null);
+}
+
+#[test]
+fn gpm_metrics_reach_the_dump_whole_gpu_or_mig_instance() {
+    let lib_path = with_fake_nvml();
+    // The fake's fixed values: SM active 40 % of the GPU, 25 % of MIG GPU instance 3.
+    for (mig, note, sm_active) in [
+        ("0", "nvmlGpmSampleGet", 40.0),
+        ("1", "nvmlGpmMigSampleGet, GPU instance 3", 25.0),
+    ] {
+        let run = run(
+            "cupti",
+            &[],
+            &[
+                ("LD_LIBRARY_PATH", lib_path.as_str()),
+                // Ticks every 10 ms, GPM pairs every 100 ms or more: a loaded machine that
+                // delays a tick still gets a reading in the program's 300 ms.
+                ("GPUSPY_NVML_MS", "10"),
+                ("FAKENVML_MIG", mig),
+            ],
+        );
+        let t = &gpu_section(&run)["devices"][0]["telemetry"];
+        let gpm = &t["gpm"];
+        assert_eq!(
+            (gpm["active"].as_bool(), gpm["note"].as_str()),
+            (Some(true), Some(note)),
+            "{t}"
+        );
+        // The first sample pairs with none: one reading fewer than samples, at most.
+        let readings = gpm["sm_active_pct"]["samples"].as_u64().unwrap();
+        let samples = t["samples"].as_u64().unwrap();
+        assert!(
+            readings >= 1 && readings < samples,
+            "{readings} of {samples}"
+        );
+        for (metric, value) in [
+            ("sm_active_pct", sm_active),
+            ("sm_occupancy_pct", 30.0),
+            ("tensor_active_pct", 20.0),
+            ("hmma_tensor_pct", 20.0),
+            ("dfma_tensor_pct", 0.0),
+            ("dram_bw_util_pct", 75.0),
+            ("pcie_tx_mib_per_s", 100.0),
+            ("nvlink_rx_mib_per_s", 400.0),
+        ] {
+            let g = &gpm[metric];
+            assert_eq!(g["samples"].as_u64(), Some(readings), "{metric}");
+            for stat in ["min", "mean", "max", "last"] {
+                assert_eq!(g[stat].as_f64(), Some(value), "{metric} {stat}");
+            }
+        }
+        let series = t["series"]["sm_active_pct"].as_array().unwrap();
+        assert_eq!(
+            series.len(),
+            t["series"]["gpu_util_pct"].as_array().unwrap().len()
+        );
+        // Slots hold the reading or, between readings, -1.
+        let values: Vec<f64> = series.iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!(values.contains(&sm_active), "{values:?}");
+        assert!(
+            values.iter().all(|&v| v == sm_active || v == -1.0),
+            "{values:?}"
+        );
+    }
+}
+
+#[test]
+fn where_gpm_is_not_supported_the_dump_says_so() {
+    let lib_path = with_fake_nvml();
+    let run = run(
+        "cupti",
+        &[],
+        &[
+            ("LD_LIBRARY_PATH", lib_path.as_str()),
+            ("GPUSPY_NVML_MS", "100"),
+            ("FAKENVML_GPM", "0"),
+        ],
+    );
+    let t = &gpu_section(&run)["devices"][0]["telemetry"];
+    assert_eq!(
+        t["gpm"],
+        serde_json::json!({
+            "active": false, "note": "not supported by this GPU",
+            "sm_active_pct": null, "sm_occupancy_pct": null, "tensor_active_pct": null,
+            "dfma_tensor_pct": null, "hmma_tensor_pct": null, "imma_tensor_pct": null,
+            "dram_bw_util_pct": null, "pcie_tx_mib_per_s": null, "pcie_rx_mib_per_s": null,
+            "nvlink_tx_mib_per_s": null, "nvlink_rx_mib_per_s": null
+        })
+    );
+    assert_eq!(t["series"]["sm_active_pct"], serde_json::json!([]));
+    // Everything else NVML gives is sampled as before.
+    assert_eq!(t["sm_clock_mhz"]["mean"], 1980.0);
 }

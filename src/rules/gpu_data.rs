@@ -73,7 +73,7 @@ pub mod fixtures {
     use crate::diagnose::synthetic::run;
     use crate::diagnose::{Finding, Outcome, Rule};
     use gpuspy_format::gpu::{
-        Activity, CollectiveKernels, Device, DeviceFacts, Gpu, PcieLink, Telemetry,
+        Activity, CollectiveKernels, Device, DeviceFacts, Gpu, PcieLink, Telemetry, TelemetrySeries,
     };
     use gpuspy_format::hist;
 
@@ -107,6 +107,25 @@ pub mod fixtures {
             busy_ns: busy,
             active_ns: busy,
             ..Activity::default()
+        }
+    }
+
+    /// Telemetry whose GPM series reads the same all over the 10 s span of `activity`:
+    /// SM active, tensor-pipe and DRAM-bandwidth percentages (occupancy half SM active).
+    pub fn gpm_telemetry(sm_active: f32, tensor: f32, dram: f32) -> Telemetry {
+        let slots = 100;
+        Telemetry {
+            interval_ms: 100,
+            series: TelemetrySeries {
+                start_unix_ns: T0,
+                step_ms: 100,
+                sm_active_pct: vec![sm_active; slots],
+                sm_occupancy_pct: vec![sm_active / 2.0; slots],
+                tensor_active_pct: vec![tensor; slots],
+                dram_bw_util_pct: vec![dram; slots],
+                ..TelemetrySeries::default()
+            },
+            ..Telemetry::default()
         }
     }
 

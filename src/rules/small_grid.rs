@@ -1,5 +1,7 @@
 use super::gpu_data::*;
 use crate::diagnose::{share, Finding, Layer, Outcome, Rule};
+use crate::gpm::device_shares;
+use crate::kernels::small_grid;
 use crate::profile::Profile;
 use gpuspy_format::gpu::nccl_collective;
 
@@ -21,32 +23,44 @@ impl Rule for SmallGrid {
 
 Evidence (CUPTI kernel records): kernel time in grids with fewer blocks than SMs, against
 all kernel time (the rule speaks from half); the top kernels' grid sizes. NCCL kernels
-run one block per channel by design and are left out. Impact, an upper bound: for each
-top kernel with small grids, its time times the share of SMs it left idle, as if the work
-spread over the whole GPU, over the steady-state time (or the working span, if longer;
-a run of one tiny kernel has a span of microseconds).
+run one block per channel by design and are left out. Impact, over the steady-state time
+(or the working span, if longer; a run of one tiny kernel has a span of microseconds):
+where NVML GPM measured SM activity, measured: the busy time in which SMs sat idle (busy
+time less SM-active time), the small grids' share of it; elsewhere an upper bound: for
+each top kernel with small grids, its time times the share of SMs it left idle, as if the
+work spread over the whole GPU.
 
 Fix: larger batches, or fuse work into fewer, larger kernels. Split-K and persistent
 kernels for matrix work."
     }
     fn check(&self, p: &Profile) -> Outcome {
         let mut any = false;
+        let mut estimated = false;
         let (mut small, mut kernel, mut saving, mut span) = (0u64, 0u64, 0.0, 0u64);
         for (_, d, a) in p.gpu_activity() {
             let Some(sms) = d.facts.as_ref().and_then(|f| f.sm_count) else {
                 continue;
             };
             any = true;
-            small += a.small_grid_ns;
+            let small_ns = small_grid(a, sms).1;
+            small += small_ns;
             kernel += a.kernel_ns;
             span += a.working_span_ns();
-            saving += a
-                .top_kernels
-                .iter()
-                .filter(|k| k.max_blocks > 0 && k.max_blocks < u64::from(sms))
-                .filter(|k| nccl_collective(&k.name).is_none())
-                .map(|k| k.total_ns as f64 * (1.0 - k.max_blocks as f64 / f64::from(sms)))
-                .sum::<f64>();
+            saving += match device_shares(d).and_then(|s| s.sm_active_share) {
+                Some(active) if a.kernel_ns > 0 => {
+                    let idle_sm_ns = a.busy_ns as f64 - active * a.working_span_ns() as f64;
+                    idle_sm_ns.max(0.0) * small_ns as f64 / a.kernel_ns as f64
+                }
+                _ => {
+                    estimated = true;
+                    a.top_kernels
+                        .iter()
+                        .filter(|k| k.max_blocks > 0 && k.max_blocks < u64::from(sms))
+                        .filter(|k| nccl_collective(&k.name).is_none())
+                        .map(|k| k.total_ns as f64 * (1.0 - k.max_blocks as f64 / f64::from(sms)))
+                        .sum::<f64>()
+                }
+            };
         }
         if !any {
             return Outcome::NoData(NO_ACTIVITY);
@@ -56,20 +70,30 @@ kernels for matrix work."
             return Outcome::Clear;
         }
         let impact = saving / span.max(p.steady_ns()) as f64;
-        Outcome::Found(
-            Finding::new(
-                self,
-                impact,
-                format!(
-                    "{} of kernel time ran in grids with fewer blocks than the GPU has SMs",
-                    pct(small_share)
-                ),
-                "Larger batches; fuse small kernels; split-K or persistent kernels for matrix work.",
-            )
-            .evidence("small_grid_ns", small)
-            .evidence("kernel_ns", kernel)
-            .heuristic(),
+        let finding = Finding::new(
+            self,
+            impact,
+            format!(
+                "{} of kernel time ran in grids with fewer blocks than the GPU has SMs",
+                pct(small_share)
+            ),
+            "Larger batches; fuse small kernels; split-K or persistent kernels for matrix work.",
         )
+        .evidence("small_grid_ns", small)
+        .evidence("kernel_ns", kernel)
+        .evidence(
+            "impact_from",
+            if estimated {
+                "grid sizes"
+            } else {
+                "sm activity"
+            },
+        );
+        Outcome::Found(if estimated {
+            finding.heuristic()
+        } else {
+            finding
+        })
     }
 }
 
@@ -78,12 +102,14 @@ mod tests {
     use super::*;
     use crate::rules::gpu_data::fixtures::*;
 
-    use gpuspy_format::gpu::{Activity, KernelStat};
+    use gpuspy_format::gpu::{Activity, GridBlocks, KernelStat};
+    use gpuspy_format::hist::bucket_index;
 
     #[test]
     fn small_grids_are_named_with_an_upper_bound() {
         let mut a = activity(4.0);
-        a.small_grid_ns = 3 * S;
+        a.small_grid_kernels = Some(100);
+        a.small_grid_ns = Some(3 * S);
         a.top_kernels = vec![KernelStat {
             name: "tiny".into(),
             calls: 100,
@@ -99,6 +125,37 @@ mod tests {
             check(&SmallGrid, gpu(h200(), None, Some(activity(4.0)))),
             Outcome::Clear
         ));
+    }
+
+    #[test]
+    fn with_gpm_the_impact_is_the_measured_idle_sm_time() {
+        // The H200's 4-block loop: kernels run 9.98 s of 10, on 4 of 132 SMs (3 % active).
+        let mut a = activity(9.98);
+        a.grid_blocks = vec![GridBlocks {
+            bucket: 4,
+            kernels: 1000,
+            ns: a.kernel_ns,
+        }];
+        let f = found(check(
+            &SmallGrid,
+            gpu(h200(), Some(gpm_telemetry(3.0, 0.0, 1.0)), Some(a.clone())),
+        ));
+        // 9.98 s busy less 0.3 s of SM-active time, over the 10 s span.
+        assert!((f.impact - 0.968).abs() < 1e-6, "{}", f.impact);
+        assert!(!f.heuristic);
+        assert_eq!(f.evidence["impact_from"], "sm activity");
+        // Half of the kernel time in small grids: half of the idle SM time.
+        a.grid_blocks.push(GridBlocks {
+            bucket: bucket_index(1024) as u32,
+            kernels: 1000,
+            ns: a.kernel_ns,
+        });
+        a.kernel_ns *= 2;
+        let f = found(check(
+            &SmallGrid,
+            gpu(h200(), Some(gpm_telemetry(3.0, 0.0, 1.0)), Some(a)),
+        ));
+        assert!((f.impact - 0.484).abs() < 1e-6, "{}", f.impact);
     }
 
     #[test]
@@ -118,8 +175,8 @@ mod tests {
             kernels: 1,
             kernel_ns: 2_000,
             busy_ns: 2_000,
-            small_grid_kernels: 1,
-            small_grid_ns: 2_000,
+            small_grid_kernels: Some(1),
+            small_grid_ns: Some(2_000),
             top_kernels: vec![tiny.clone()],
             ..Activity::default()
         };

@@ -145,6 +145,9 @@ pub struct Telemetry {
     /// The most other compute processes seen on the GPU at once.
     pub other_processes_max: u32,
     pub series: TelemetrySeries,
+    /// What the SMs did, from NVML GPM; None in dumps of shims that predate it.
+    #[serde(default)]
+    pub gpm: Option<Gpm>,
 }
 
 impl Telemetry {
@@ -153,6 +156,32 @@ impl Telemetry {
         let new = |c: Option<[u64; 2]>| c.map_or(0, |[first, last]| last.saturating_sub(first));
         (new(self.ecc_corrected), new(self.ecc_uncorrected))
     }
+}
+
+/// NVML GPU Performance Monitoring (Hopper and later), sampled with the other telemetry:
+/// each value is the mean over the interval since the previous sample (at least 100 ms).
+/// Percentages are of the whole GPU (or of the MIG instance): SM active is the share of SM
+/// cycles with at least one warp resident; occupancy the resident warps over the most an
+/// SM can hold; the tensor figures the share of cycles the tensor pipes worked (any
+/// precision, and per kind: DFMA fp64, HMMA fp16/bf16/tf32/fp8, IMMA integer); DRAM
+/// bandwidth the share of its peak.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Gpm {
+    /// Whether GPM sampled, and what (`nvmlGpmSampleGet`, `nvmlGpmMigSampleGet` of GPU
+    /// instance 3) or why not (`not supported by this GPU`).
+    pub active: bool,
+    pub note: String,
+    pub sm_active_pct: Option<Gauge>,
+    pub sm_occupancy_pct: Option<Gauge>,
+    pub tensor_active_pct: Option<Gauge>,
+    pub dfma_tensor_pct: Option<Gauge>,
+    pub hmma_tensor_pct: Option<Gauge>,
+    pub imma_tensor_pct: Option<Gauge>,
+    pub dram_bw_util_pct: Option<Gauge>,
+    pub pcie_tx_mib_per_s: Option<Gauge>,
+    pub pcie_rx_mib_per_s: Option<Gauge>,
+    pub nvlink_tx_mib_per_s: Option<Gauge>,
+    pub nvlink_rx_mib_per_s: Option<Gauge>,
 }
 
 /// A sampled quantity: min, mean, max and the last value.
@@ -182,6 +211,37 @@ pub struct TelemetrySeries {
     pub sm_clock_mhz: Vec<f32>,
     pub power_w: Vec<f32>,
     pub gpu_temp_c: Vec<f32>,
+    /// GPM figures (`Gpm`); empty where GPM did not sample. A slot without a GPM reading
+    /// holds `NO_READING`.
+    #[serde(default)]
+    pub sm_active_pct: Vec<f32>,
+    #[serde(default)]
+    pub sm_occupancy_pct: Vec<f32>,
+    #[serde(default)]
+    pub tensor_active_pct: Vec<f32>,
+    #[serde(default)]
+    pub dram_bw_util_pct: Vec<f32>,
+}
+
+/// A GPM series slot without a reading.
+pub const NO_READING: f32 = -1.0;
+
+impl TelemetrySeries {
+    /// The mean of `column` (one of this series' columns) over `[from, to)` (Unix ns):
+    /// slots the range only partly covers weigh in proportion to the part covered, slots
+    /// without a reading (`NO_READING`) not at all. None when no slot with a reading is
+    /// covered.
+    pub fn mean_in(&self, column: &[f32], from: u64, to: u64) -> Option<f64> {
+        let step = self.step_ms * 1_000_000;
+        let (mut sum, mut weight) = (0.0, 0u64);
+        for (i, &v) in column.iter().enumerate().filter(|&(_, &v)| v >= 0.0) {
+            let lo = self.start_unix_ns + i as u64 * step;
+            let overlap = (lo + step).min(to).saturating_sub(lo.max(from));
+            sum += f64::from(v) * overlap as f64;
+            weight += overlap;
+        }
+        (weight > 0).then(|| sum / weight as f64)
+    }
 }
 
 /// The most points a series keeps.
@@ -205,10 +265,18 @@ pub struct Activity {
     pub kernel_hist: Histogram,
     /// Idle gaps between consecutive stretches of activity (any kind).
     pub gap_hist: Histogram,
-    /// Kernels whose grid had fewer blocks than the GPU has SMs.
-    pub small_grid_kernels: u64,
-    pub small_grid_ns: u64,
-    /// The kernels with the most total time, names demangled, at most `TOP_KERNELS`.
+    /// Schema 1 only: the shim's own count of kernels whose grid had fewer blocks than
+    /// the GPU has SMs, and their time. Schema 2 dumps hold `grid_blocks` instead and the
+    /// reader judges against the SM count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_grid_kernels: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_grid_ns: Option<u64>,
+    /// Kernels by grid size, NCCL's left out (they run one block per channel by design).
+    #[serde(default)]
+    pub grid_blocks: Vec<GridBlocks>,
+    /// The kernels with the most total time, at most `TOP_KERNELS`. Names as CUDA gave
+    /// them (mangled); schema 1 dumps hold them demangled.
     pub top_kernels: Vec<KernelStat>,
     pub copies: Vec<GpuCopy>,
     pub memsets: u64,
@@ -280,6 +348,16 @@ pub struct KernelStat {
     /// Fewest and most blocks in a grid of this kernel.
     pub min_blocks: u64,
     pub max_blocks: u64,
+}
+
+/// Kernels whose grids had a number of blocks in one bucket of the log-linear layout of
+/// `hist` (exact below 32 blocks; above, buckets 1/16 of their lower bound wide).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GridBlocks {
+    /// The bucket's index (`hist::bucket_bounds` gives its blocks).
+    pub bucket: u32,
+    pub kernels: u64,
+    pub ns: u64,
 }
 
 /// GPU time of one collective's NCCL kernels. The time includes waiting inside the

@@ -33,8 +33,8 @@
 //! `Host` without a look at the events.
 
 use gpuspy_format::gpu::{
-    nccl_collective, Activity, CollectiveKernels, GpuCopy, KernelStat, Overhead, Sampled,
-    UnifiedMemory, TOP_KERNELS,
+    nccl_collective, Activity, CollectiveKernels, GpuCopy, GridBlocks, KernelStat, Overhead,
+    Sampled, UnifiedMemory, TOP_KERNELS,
 };
 use gpuspy_format::hist::{self, Histogram};
 use gpuspy_format::timeline::{
@@ -231,11 +231,6 @@ impl Aggregator {
         } else {
             t.saturating_add_signed(self.to_unix_ns)
         }
-    }
-
-    /// The SM count of a device, for the small-grid test.
-    pub fn set_sm_count(&mut self, device: u32, sms: u32) {
-        self.devices.entry(device).or_default().sm_count = Some(sms);
     }
 
     fn count_for_rate(&mut self, start: u64) {
@@ -726,7 +721,6 @@ struct Sweep {
 
 #[derive(Default)]
 struct DeviceAgg {
-    sm_count: Option<u32>,
     pending: Vec<Interval>,
     busy: Union,
     active: Union,
@@ -737,7 +731,8 @@ struct DeviceAgg {
     kernel_hist: Option<Box<[u64; hist::BUCKETS]>>,
     /// Idle gaps between two stretches of activity in one period.
     gap_hist: Option<Box<[u64; hist::BUCKETS]>>,
-    small_grid: (u64, u64),
+    /// Kernels and their time per grid-size bucket (`hist` layout), NCCL's left out.
+    grid_blocks: BTreeMap<u32, (u64, u64)>,
     names: HashMap<usize, NamedKernel>,
     other_kernels: NamedKernel,
     /// Per (copy kind, memory kind).
@@ -784,9 +779,13 @@ impl DeviceAgg {
             std::collections::hash_map::Entry::Vacant(_) => &mut self.other_kernels,
         };
         // NCCL runs one block per channel by design: not a grid too small for the GPU.
-        if named.collective.is_none() && self.sm_count.is_some_and(|sms| blocks < u64::from(sms)) {
-            self.small_grid.0 += 1;
-            self.small_grid.1 += ns;
+        if named.collective.is_none() {
+            let bucket = self
+                .grid_blocks
+                .entry(hist::bucket_index(blocks) as u32)
+                .or_default();
+            bucket.0 += 1;
+            bucket.1 += ns;
         }
         let stat = &mut named.stat;
         stat.calls += 1;
@@ -1055,7 +1054,7 @@ impl DeviceAgg {
         let mut top_kernels: Vec<KernelStat> = top
             .into_iter()
             .take(TOP_KERNELS)
-            .map(|k| stat(k, demangle(&k.name)))
+            .map(|k| stat(k, k.name.clone()))
             .collect();
         if self.other_kernels.stat.calls > 0 {
             top_kernels.push(stat(&self.other_kernels.stat, "(other kernels)".into()));
@@ -1088,8 +1087,17 @@ impl DeviceAgg {
             active_ns: n(active.total),
             kernel_hist: dense(&self.kernel_hist),
             gap_hist: dense(&self.gap_hist),
-            small_grid_kernels: n(self.small_grid.0),
-            small_grid_ns: n(self.small_grid.1),
+            small_grid_kernels: None,
+            small_grid_ns: None,
+            grid_blocks: self
+                .grid_blocks
+                .iter()
+                .map(|(&bucket, &(kernels, ns))| GridBlocks {
+                    bucket,
+                    kernels: n(kernels),
+                    ns: n(ns),
+                })
+                .collect(),
             top_kernels,
             copies: self
                 .copies
@@ -1128,14 +1136,6 @@ impl Periods<'_> {
         let at = number.checked_sub(self.first)?;
         self.list.get(at as usize).copied()
     }
-}
-
-/// Itanium names demangled; anything else (C, CUDA C `extern "C"`) kept as is.
-fn demangle(name: &str) -> String {
-    cpp_demangle::Symbol::new(name)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| name.to_string())
 }
 
 /// A union of intervals fed in start order: everything before `settled` is final.
@@ -1320,9 +1320,8 @@ mod tests {
     }
 
     #[test]
-    fn nccl_kernel_time_is_totalled_per_collective_and_not_a_small_grid() {
+    fn nccl_kernel_time_is_totalled_per_collective_and_left_out_of_the_grid_sizes() {
         let mut agg = full();
-        agg.set_sm_count(0, 132);
         let names = [
             c"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
             c"_Z43ncclDevKernel_AllReduce_Sum_f32_RING_SIMPLE24ncclDevKernelArgsStorageILm4096EE",
@@ -1342,8 +1341,15 @@ mod tests {
             }
         }
         let a = only(&agg);
-        // Only vecAdd's 4 two-block grids count as small.
-        assert_eq!((a.small_grid_kernels, a.small_grid_ns), (4, 4 * 80));
+        // Only vecAdd's 4 two-block grids are counted.
+        assert_eq!(
+            a.grid_blocks,
+            [GridBlocks {
+                bucket: 2,
+                kernels: 4,
+                ns: 4 * 80
+            }]
+        );
         let got: Vec<(String, u64, u64)> = a
             .collectives
             .into_iter()
@@ -1359,9 +1365,8 @@ mod tests {
     }
 
     #[test]
-    fn top_kernels_are_demangled_and_ranked_by_total_time() {
+    fn top_kernels_keep_their_names_and_are_ranked_by_total_time() {
         let mut agg = full();
-        agg.set_sm_count(0, 132);
         let names = [c"_Z6vecAddPfS_S_i", c"gemm_kernel"];
         for i in 0..10u64 {
             agg.add(Record::Kernel {
@@ -1389,10 +1394,19 @@ mod tests {
             top,
             [
                 ("gemm_kernel", 1, 1024, 1024),
-                ("vecAdd(float*, float*, float*, int)", 10, 4, 13)
+                ("_Z6vecAddPfS_S_i", 10, 4, 13)
             ]
         );
-        assert_eq!((a.small_grid_kernels, a.small_grid_ns), (10, 100));
+        // Grids of 4 to 13 blocks, one bucket each; 1024 blocks in bucket [1024, 1088).
+        let buckets: Vec<(u32, u64, u64)> = a
+            .grid_blocks
+            .iter()
+            .map(|g| (g.bucket, g.kernels, g.ns))
+            .collect();
+        let mut expected: Vec<(u32, u64, u64)> = (4..14).map(|b| (b, 1, 10)).collect();
+        expected.push((hist::bucket_index(1024) as u32, 1, 500));
+        assert_eq!(buckets, expected);
+        assert_eq!(hist::bucket_bounds(hist::bucket_index(1024)), (1024, 1088));
     }
 
     #[test]

@@ -22,7 +22,7 @@ mod telemetry;
 use crate::config::CuptiMode;
 use crate::{clock, resolve};
 use gpuspy_format::gpu::{Device, DeviceFacts, Gpu, SourceStatus};
-use nvml::Nvml;
+use nvml::{GpmSampler, Nvml};
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
@@ -229,15 +229,15 @@ fn run() {
     let nvml = nvml.ok();
     let pid = own_pid();
     let mut known = 0u64;
-    let mut handles = BTreeMap::new();
+    let mut sampled = BTreeMap::new();
     let mut tick = 0u64;
     while !FINISHED.load(Acquire) {
         let started = clock::monotonic_ns();
         let used = DEVICES_USED.load(Relaxed);
         if used != known {
             for ordinal in (0..64).filter(|o| (used & !known) >> o & 1 == 1) {
-                if let Some(h) = add_device(ordinal, nvml.as_ref(), pid, settings.interval) {
-                    handles.insert(ordinal, h);
+                if let Some(d) = add_device(ordinal, nvml.as_ref(), pid, settings.interval) {
+                    sampled.insert(ordinal, d);
                 }
             }
             known = used;
@@ -245,7 +245,12 @@ fn run() {
         // Sampling stops for good once the program has its own CUPTI client: the hangs
         // described above happened with NVML queries running alongside one.
         if let (Some(nvml), false) = (&nvml, cupti::program_client()) {
-            sample(nvml, &handles, pid, tick.is_multiple_of(SLOW_QUERY_TICKS));
+            sample(
+                nvml,
+                &mut sampled,
+                pid,
+                tick.is_multiple_of(SLOW_QUERY_TICKS),
+            );
         }
         cupti::collect(false, SETTLE_MARGIN_NS);
         COLLECTOR_CPU_NS.store(thread_cpu_ns(), Relaxed);
@@ -328,6 +333,34 @@ fn status(r: Result<String, String>) -> SourceStatus {
     }
 }
 
+/// The CUDA device's UUID in NVML's form for a MIG instance (`MIG-xxxxxxxx-xxxx-...`).
+fn mig_uuid(ordinal: u32) -> Option<std::ffi::CString> {
+    type DeviceGet = unsafe extern "C" fn(*mut c_int, c_int) -> u32;
+    type Uuid = unsafe extern "C" fn(*mut [u8; 16], c_int) -> u32;
+    let get = resolve::driver_symbol(c"cuDeviceGet")?;
+    let uuid = resolve::driver_symbol(c"cuDeviceGetUuid_v2")?;
+    let (mut dev, mut b) = (0 as c_int, [0u8; 16]);
+    // SAFETY: libcuda's functions of these names and cuda.h signatures (CUuuid is 16 bytes).
+    let ok = unsafe {
+        std::mem::transmute::<*mut c_void, DeviceGet>(get)(&mut dev, ordinal as c_int) == 0
+            && std::mem::transmute::<*mut c_void, Uuid>(uuid)(&mut b, dev) == 0
+    };
+    if !ok {
+        return None;
+    }
+    let hex =
+        |r: std::ops::Range<usize>| -> String { b[r].iter().map(|x| format!("{x:02x}")).collect() };
+    let uuid = format!(
+        "MIG-{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    );
+    std::ffi::CString::new(uuid).ok()
+}
+
 /// The driver's view of a device (PCI bus id, SM count), asked of libcuda directly.
 fn driver_identity(ordinal: u32) -> (Option<String>, Option<u32>) {
     type DeviceGet = unsafe extern "C" fn(*mut c_int, c_int) -> u32;
@@ -372,31 +405,54 @@ fn cuda_driver_version() -> Option<u32> {
     (r == 0).then_some(v as u32)
 }
 
-/// Reads a newly used device's facts; returns its NVML handle, for sampling.
-fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) -> Option<usize> {
+/// A device NVML samples: its handle (an address: handles are pointers) and its GPM
+/// sampler where GPM works.
+struct Sampled {
+    dev: usize,
+    gpm: Option<GpmSampler>,
+}
+
+/// Reads a newly used device's facts; returns what to sample it with.
+fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) -> Option<Sampled> {
     let (bus_id, sms) = driver_identity(ordinal);
     let cuda_version = cuda_driver_version();
-    if let Some(sms) = sms {
-        if let Ok(mut agg) = cupti::AGGREGATOR.lock() {
-            if let Some(agg) = agg.as_mut() {
-                agg.set_sm_count(ordinal, sms);
-            }
-        }
-    }
     let nvml_device = nvml.zip(bus_id.as_deref()).and_then(|(nvml, bus_id)| {
         let c_bus = std::ffi::CString::new(bus_id).ok()?;
         let dev = nvml.device_by_pci_bus_id(&c_bus)?;
         let mut facts = nvml.facts(dev, bus_id, pid);
         facts.sm_count = sms;
         facts.cuda_driver_version = cuda_version;
-        Some((dev as usize, facts))
+        let gpm = if facts.mig_mode == Some(true) {
+            mig_uuid(ordinal)
+                .ok_or_else(|| "MIG is on and the driver gave no UUID for the device".to_string())
+                .and_then(|uuid| nvml.gpm(dev, Some(&uuid)))
+        } else {
+            nvml.gpm(dev, None)
+        };
+        Some((dev as usize, facts, gpm))
     });
-    let (handle, facts) = nvml_device.unzip();
+    let (sampled, facts, gpm_status) = match nvml_device {
+        Some((dev, facts, gpm)) => {
+            let status = status(
+                gpm.as_ref()
+                    .map(GpmSampler::describe)
+                    .map_err(String::clone),
+            );
+            (
+                Some(Sampled { dev, gpm: gpm.ok() }),
+                Some(facts),
+                Some(status),
+            )
+        }
+        None => (None, None, None),
+    };
     set_status(|s| {
         let d = s.devices.entry(ordinal).or_default();
-        d.telemetry = facts
-            .is_some()
-            .then(|| TelemetryAgg::new(interval.as_millis() as u64));
+        d.telemetry = gpm_status.map(|gpm| {
+            let mut t = TelemetryAgg::new(interval.as_millis() as u64);
+            t.set_gpm_status(gpm);
+            t
+        });
         d.facts = facts.or_else(|| {
             sms.map(|sms| DeviceFacts {
                 sm_count: Some(sms),
@@ -406,13 +462,12 @@ fn add_device(ordinal: u32, nvml: Option<&Nvml>, pid: u32, interval: Duration) -
             })
         });
     });
-    handle
+    sampled
 }
 
-/// `handles`: NVML device handles by CUDA ordinal (as addresses: handles are pointers).
-fn sample(nvml: &Nvml, handles: &BTreeMap<u32, usize>, pid: u32, with_processes: bool) {
-    for (&ordinal, &dev) in handles {
-        let s = nvml.sample(dev as *mut c_void, clock::unix_ns(), pid, with_processes);
+fn sample(nvml: &Nvml, devices: &mut BTreeMap<u32, Sampled>, pid: u32, with_processes: bool) {
+    for (&ordinal, d) in devices.iter_mut() {
+        let s = nvml.sample(d.dev as *mut c_void, d.gpm.as_mut(), pid, with_processes);
         set_status(|state| {
             if let Some(t) = state
                 .devices

@@ -9,7 +9,7 @@
 //! and CUDA number them differently. Calls that a GPU or driver does not support leave
 //! their field empty.
 
-use super::telemetry::Sample;
+use super::telemetry::{GpmReading, Sample, GPM_METRIC_IDS};
 use crate::resolve::lookup;
 use gpuspy_format::gpu::{DeviceFacts, GpuProcess, NvLink, PcieLink};
 use std::ffi::{c_char, c_void, CStr};
@@ -79,6 +79,13 @@ nvml_functions! {
     total_ecc_errors: c"nvmlDeviceGetTotalEccErrors" as unsafe extern "C" fn(Handle, u32, u32, *mut u64) -> Ret,
     field_values: c"nvmlDeviceGetFieldValues" as unsafe extern "C" fn(Handle, i32, *mut FieldValue) -> Ret,
     compute_processes: c"nvmlDeviceGetComputeRunningProcesses_v3" as unsafe extern "C" fn(Handle, *mut u32, *mut ProcessInfo) -> Ret,
+    handle_by_uuid: c"nvmlDeviceGetHandleByUUID" as unsafe extern "C" fn(*const c_char, *mut Handle) -> Ret,
+    gpu_instance_id: c"nvmlDeviceGetGpuInstanceId" as DeviceU32,
+    gpm_support: c"nvmlGpmQueryDeviceSupport" as unsafe extern "C" fn(Handle, *mut GpmSupport) -> Ret,
+    gpm_sample_alloc: c"nvmlGpmSampleAlloc" as unsafe extern "C" fn(*mut GpmSample) -> Ret,
+    gpm_sample_get: c"nvmlGpmSampleGet" as unsafe extern "C" fn(Handle, GpmSample) -> Ret,
+    gpm_mig_sample_get: c"nvmlGpmMigSampleGet" as unsafe extern "C" fn(Handle, u32, GpmSample) -> Ret,
+    gpm_metrics_get: c"nvmlGpmMetricsGet" as unsafe extern "C" fn(*mut GpmMetricsGet) -> Ret,
 }
 
 /// An opened, initialised NVML: its functions, resolved once.
@@ -117,6 +124,67 @@ struct FieldValue {
     value_type: u32,
     nvml_return: u32,
     value: u64,
+}
+
+/// `nvmlGpmSample_t`: an opaque buffer NVML allocates.
+type GpmSample = *mut c_void;
+
+#[repr(C)]
+struct GpmSupport {
+    version: u32,
+    is_supported_device: u32,
+}
+
+/// `nvmlGpmMetric_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GpmMetric {
+    metric_id: u32,
+    nvml_return: u32,
+    value: f64,
+    short_name: *const c_char,
+    long_name: *const c_char,
+    unit: *const c_char,
+}
+
+/// `nvmlGpmMetricsGet_t`. Its array is `NVML_GPM_METRIC_MAX` long, which grew (98, 210,
+/// 333) under the same struct version 1; NVML fills `num_metrics` entries, and this one
+/// has room for more than the largest header yet, in case a driver touches all of its own.
+#[repr(C)]
+struct GpmMetricsGet {
+    version: u32,
+    num_metrics: u32,
+    sample1: GpmSample,
+    sample2: GpmSample,
+    metrics: [GpmMetric; GPM_METRIC_ROOM],
+}
+
+const GPM_METRIC_ROOM: usize = 512;
+const GPM_SUPPORT_VERSION: u32 = 1;
+const GPM_METRICS_GET_VERSION: u32 = 1;
+/// GPM's figures need the two samples of a pair at least this far apart.
+const GPM_MIN_PAIR_NS: u64 = 100_000_000;
+
+/// GPM sampling of one device (or one MIG GPU instance of it): two sample buffers, the
+/// older one taken at `older_at`, paired with each new one. They live as long as the
+/// process, like NVML itself, which gpuspy never shuts down.
+pub struct GpmSampler {
+    /// The MIG GPU instance sampled; None for the whole GPU.
+    instance: Option<u32>,
+    samples: [GpmSample; 2],
+    /// Monotonic ns of `samples[0]`; None before the first sample.
+    older_at: Option<u64>,
+    request: Box<GpmMetricsGet>,
+}
+
+impl GpmSampler {
+    /// How this device is sampled, for the dump's note.
+    pub fn describe(&self) -> String {
+        match self.instance {
+            Some(id) => format!("nvmlGpmMigSampleGet, GPU instance {id}"),
+            None => "nvmlGpmSampleGet".to_string(),
+        }
+    }
 }
 
 /// Calls an optional NVML function; `u32::MAX` (no NVML return code) where it is missing.
@@ -297,10 +365,118 @@ impl Nvml {
             .collect()
     }
 
-    /// One telemetry sample. The slow queries (PCIe throughput, a 20 ms measurement per
-    /// direction, and the process list) only when `slow`.
-    pub fn sample(&self, dev: Handle, t_unix_ns: u64, own_pid: u32, slow: bool) -> Sample {
+    /// GPM sampling of `dev`, or why not. `mig_uuid`: the CUDA device's `MIG-...` UUID
+    /// when MIG is on, whose GPU instance is then sampled.
+    pub fn gpm(&self, dev: Handle, mig_uuid: Option<&CStr>) -> Result<GpmSampler, String> {
         let f = &self.f;
+        let mut support = GpmSupport {
+            version: GPM_SUPPORT_VERSION,
+            is_supported_device: 0,
+        };
+        match call!(f.gpm_support, dev, &mut support) {
+            0 if support.is_supported_device != 0 => {}
+            0 => return Err("not supported by this GPU".into()),
+            u32::MAX => return Err("this driver's NVML has no GPM".into()),
+            r => return Err(format!("nvmlGpmQueryDeviceSupport failed ({r})")),
+        }
+        let instance = match mig_uuid {
+            Some(uuid) => {
+                let mut mig: Handle = std::ptr::null_mut();
+                let found = call!(f.handle_by_uuid, uuid.as_ptr(), &mut mig) == 0;
+                let id = found
+                    .then(|| self.device_u32(f.gpu_instance_id, mig))
+                    .flatten();
+                Some(id.ok_or_else(|| {
+                    format!(
+                        "MIG is on and NVML knows no GPU instance of {}",
+                        uuid.to_string_lossy()
+                    )
+                })?)
+            }
+            None => None,
+        };
+        let mut samples = [std::ptr::null_mut(); 2];
+        for s in &mut samples {
+            let r = call!(f.gpm_sample_alloc, s);
+            if r != 0 {
+                return Err(format!("nvmlGpmSampleAlloc failed ({r})"));
+            }
+        }
+        let unused = GpmMetric {
+            metric_id: 0,
+            nvml_return: u32::MAX,
+            value: 0.0,
+            short_name: std::ptr::null(),
+            long_name: std::ptr::null(),
+            unit: std::ptr::null(),
+        };
+        Ok(GpmSampler {
+            instance,
+            samples,
+            older_at: None,
+            request: Box::new(GpmMetricsGet {
+                version: GPM_METRICS_GET_VERSION,
+                num_metrics: 0,
+                sample1: std::ptr::null_mut(),
+                sample2: std::ptr::null_mut(),
+                metrics: [unused; GPM_METRIC_ROOM],
+            }),
+        })
+    }
+
+    /// Takes a GPM sample and returns the metrics since the previous one; None for the
+    /// first sample, when the previous is less than `GPM_MIN_PAIR_NS` old (it is kept for
+    /// the next tick), or when NVML fails.
+    fn gpm_reading(&self, dev: Handle, g: &mut GpmSampler, now_ns: u64) -> Option<GpmReading> {
+        let f = &self.f;
+        if g.older_at
+            .is_some_and(|at| now_ns.saturating_sub(at) < GPM_MIN_PAIR_NS)
+        {
+            return None;
+        }
+        let newer = g.samples[1];
+        let r = match g.instance {
+            Some(id) => call!(f.gpm_mig_sample_get, dev, id, newer),
+            None => call!(f.gpm_sample_get, dev, newer),
+        };
+        if r != 0 {
+            return None;
+        }
+        g.samples.swap(0, 1);
+        let paired = g.older_at.replace(now_ns).is_some();
+        if !paired {
+            return None;
+        }
+        let q = &mut *g.request;
+        // After the swap, samples[1] is the older.
+        (q.sample1, q.sample2) = (g.samples[1], g.samples[0]);
+        q.num_metrics = GPM_METRIC_IDS.len() as u32;
+        for (m, &id) in q.metrics.iter_mut().zip(&GPM_METRIC_IDS) {
+            (m.metric_id, m.nvml_return) = (id, u32::MAX);
+        }
+        if call!(f.gpm_metrics_get, q) != 0 {
+            return None;
+        }
+        let mut reading: GpmReading = [None; GPM_METRIC_IDS.len()];
+        for (v, m) in reading.iter_mut().zip(&q.metrics) {
+            *v = (m.nvml_return == 0).then_some(m.value);
+        }
+        Some(reading)
+    }
+
+    /// One telemetry sample, GPM first so that its pairs keep their spacing. The slow
+    /// queries (PCIe throughput, a 20 ms measurement per direction, and the process list)
+    /// only when `slow`.
+    pub fn sample(
+        &self,
+        dev: Handle,
+        gpm: Option<&mut GpmSampler>,
+        own_pid: u32,
+        slow: bool,
+    ) -> Sample {
+        let f = &self.f;
+        let gpm = gpm.and_then(|g| self.gpm_reading(dev, g, crate::clock::monotonic_ns()));
+        let t_unix_ns = crate::clock::unix_ns();
         let throughput = |counter: u32| {
             slow.then(|| self.device_u32_of(f.pcie_throughput, dev, counter))
                 .flatten()
@@ -331,6 +507,7 @@ impl Nvml {
             ecc_corrected: ecc(0),
             ecc_uncorrected: ecc(1),
             other_processes: slow.then(|| self.other_processes(dev, own_pid).len() as u32),
+            gpm,
         }
     }
 }

@@ -2,7 +2,9 @@
 //! quantity, clock-event counts, ECC first/last) and a capped series that halves its
 //! resolution instead of growing. Pure arithmetic on `Sample`s; nvml.rs takes them.
 
-use gpuspy_format::gpu::{ClockEvent, Gauge, Telemetry, TelemetrySeries, SERIES_POINTS};
+use gpuspy_format::gpu::{
+    ClockEvent, Gauge, Gpm, SourceStatus, Telemetry, TelemetrySeries, NO_READING, SERIES_POINTS,
+};
 
 /// Clock-event reason bits (nvmlClocksEventReason*), with the names the dump uses.
 pub const CLOCK_EVENT_REASONS: [(u64, &str); 9] = [
@@ -16,6 +18,36 @@ pub const CLOCK_EVENT_REASONS: [(u64, &str); 9] = [
     (0x80, "hw-power-brake-slowdown"),
     (0x100, "display-clock-setting"),
 ];
+
+/// The GPM metrics gpuspy asks for (`nvmlGpmMetricId_t`), in the order of a `GpmReading`.
+pub const GPM_METRIC_IDS: [u32; 11] = [
+    2,  // SM_UTIL
+    3,  // SM_OCCUPANCY
+    5,  // ANY_TENSOR_UTIL
+    6,  // DFMA_TENSOR_UTIL
+    7,  // HMMA_TENSOR_UTIL
+    9,  // IMMA_TENSOR_UTIL
+    10, // DRAM_BW_UTIL
+    20, // PCIE_TX_PER_SEC (MiB/s)
+    21, // PCIE_RX_PER_SEC
+    61, // NVLINK_TOTAL_TX_PER_SEC
+    60, // NVLINK_TOTAL_RX_PER_SEC
+];
+// Positions in `GPM_METRIC_IDS`.
+const SM_ACTIVE: usize = 0;
+const SM_OCCUPANCY: usize = 1;
+const TENSOR_ACTIVE: usize = 2;
+const DFMA_TENSOR: usize = 3;
+const HMMA_TENSOR: usize = 4;
+const IMMA_TENSOR: usize = 5;
+const DRAM_BW_UTIL: usize = 6;
+const PCIE_TX: usize = 7;
+const PCIE_RX: usize = 8;
+const NVLINK_TX: usize = 9;
+const NVLINK_RX: usize = 10;
+
+/// One GPM reading, per `GPM_METRIC_IDS`; None where NVML failed that metric.
+pub type GpmReading = [Option<f64>; GPM_METRIC_IDS.len()];
 
 /// One NVML sample; None where the call is unsupported.
 #[derive(Debug, Default, Clone)]
@@ -34,6 +66,8 @@ pub struct Sample {
     pub ecc_corrected: Option<u64>,
     pub ecc_uncorrected: Option<u64>,
     pub other_processes: Option<u32>,
+    /// None where GPM is off, or this sample had no earlier one to pair with.
+    pub gpm: Option<GpmReading>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -77,6 +111,11 @@ struct SeriesPoint {
     power_w: f64,
     gpu_temp_c: f64,
     samples: u32,
+    sm_active_pct: f64,
+    sm_occupancy_pct: f64,
+    tensor_active_pct: f64,
+    dram_bw_util_pct: f64,
+    gpm_samples: u32,
 }
 
 impl SeriesPoint {
@@ -87,16 +126,21 @@ impl SeriesPoint {
             power_w: self.power_w + other.power_w,
             gpu_temp_c: self.gpu_temp_c + other.gpu_temp_c,
             samples: self.samples + other.samples,
+            sm_active_pct: self.sm_active_pct + other.sm_active_pct,
+            sm_occupancy_pct: self.sm_occupancy_pct + other.sm_occupancy_pct,
+            tensor_active_pct: self.tensor_active_pct + other.tensor_active_pct,
+            dram_bw_util_pct: self.dram_bw_util_pct + other.dram_bw_util_pct,
+            gpm_samples: self.gpm_samples + other.gpm_samples,
         }
     }
+}
 
-    /// The mean of one quantity over the slot's samples (0 for an empty slot).
-    fn mean(&self, sum: impl Fn(&SeriesPoint) -> f64) -> f32 {
-        if self.samples == 0 {
-            0.0
-        } else {
-            (sum(self) / f64::from(self.samples)) as f32
-        }
+/// A sum over `n` samples as their mean (0 for none).
+fn mean(sum: f64, n: u32) -> f32 {
+    if n == 0 {
+        0.0
+    } else {
+        (sum / f64::from(n)) as f32
     }
 }
 
@@ -121,6 +165,9 @@ pub struct TelemetryAgg {
     series_start: u64,
     series_step_ns: u64,
     series: Vec<SeriesPoint>,
+    /// Whether GPM samples this device, and how or why not; None before it was asked.
+    gpm_status: Option<SourceStatus>,
+    gpm: [GaugeAcc; GPM_METRIC_IDS.len()],
 }
 
 impl TelemetryAgg {
@@ -131,8 +178,17 @@ impl TelemetryAgg {
         }
     }
 
+    pub fn set_gpm_status(&mut self, status: SourceStatus) {
+        self.gpm_status = Some(status);
+    }
+
     pub fn add(&mut self, s: &Sample) {
         self.samples += 1;
+        if let Some(reading) = &s.gpm {
+            for (acc, &v) in self.gpm.iter_mut().zip(reading) {
+                acc.add(v);
+            }
+        }
         self.gpu_util_pct.add(s.gpu_util_pct);
         self.mem_util_pct.add(s.mem_util_pct);
         self.sm_clock_mhz.add(s.sm_clock_mhz);
@@ -176,6 +232,7 @@ impl TelemetryAgg {
         if self.series.len() <= slot {
             self.series.resize(slot + 1, SeriesPoint::default());
         }
+        let gpm = |i: usize| s.gpm.and_then(|r| r[i]).unwrap_or(0.0);
         if let Some(point) = self.series.get_mut(slot) {
             *point = point.merge(SeriesPoint {
                 gpu_util_pct: s.gpu_util_pct.unwrap_or(0.0),
@@ -183,14 +240,38 @@ impl TelemetryAgg {
                 power_w: s.power_mw.unwrap_or(0.0) / 1000.0,
                 gpu_temp_c: s.gpu_temp_c.unwrap_or(0.0),
                 samples: 1,
+                sm_active_pct: gpm(SM_ACTIVE),
+                sm_occupancy_pct: gpm(SM_OCCUPANCY),
+                tensor_active_pct: gpm(TENSOR_ACTIVE),
+                dram_bw_util_pct: gpm(DRAM_BW_UTIL),
+                gpm_samples: u32::from(s.gpm.is_some()),
             });
         }
     }
 
     pub fn telemetry(&self) -> Telemetry {
         let column = |sum: fn(&SeriesPoint) -> f64| -> Vec<f32> {
-            self.series.iter().map(|p| p.mean(sum)).collect()
+            self.series
+                .iter()
+                .map(|p| mean(sum(p), p.samples))
+                .collect()
         };
+        let any_gpm = self.series.iter().any(|p| p.gpm_samples > 0);
+        let gpm_column = |sum: fn(&SeriesPoint) -> f64| -> Vec<f32> {
+            if !any_gpm {
+                return Vec::new();
+            }
+            // A slot without a reading (the first, or one whose pair was put off to keep
+            // 100 ms between samples) is NO_READING, not 0: readers skip it.
+            self.series
+                .iter()
+                .map(|p| match p.gpm_samples {
+                    0 => NO_READING,
+                    n => mean(sum(p), n),
+                })
+                .collect()
+        };
+        let gauge = |i: usize| self.gpm[i].gauge();
         Telemetry {
             interval_ms: self.interval_ms,
             samples: self.samples,
@@ -223,7 +304,26 @@ impl TelemetryAgg {
                 sm_clock_mhz: column(|p| p.sm_clock_mhz),
                 power_w: column(|p| p.power_w),
                 gpu_temp_c: column(|p| p.gpu_temp_c),
+                sm_active_pct: gpm_column(|p| p.sm_active_pct),
+                sm_occupancy_pct: gpm_column(|p| p.sm_occupancy_pct),
+                tensor_active_pct: gpm_column(|p| p.tensor_active_pct),
+                dram_bw_util_pct: gpm_column(|p| p.dram_bw_util_pct),
             },
+            gpm: self.gpm_status.as_ref().map(|status| Gpm {
+                active: status.active,
+                note: status.note.clone(),
+                sm_active_pct: gauge(SM_ACTIVE),
+                sm_occupancy_pct: gauge(SM_OCCUPANCY),
+                tensor_active_pct: gauge(TENSOR_ACTIVE),
+                dfma_tensor_pct: gauge(DFMA_TENSOR),
+                hmma_tensor_pct: gauge(HMMA_TENSOR),
+                imma_tensor_pct: gauge(IMMA_TENSOR),
+                dram_bw_util_pct: gauge(DRAM_BW_UTIL),
+                pcie_tx_mib_per_s: gauge(PCIE_TX),
+                pcie_rx_mib_per_s: gauge(PCIE_RX),
+                nvlink_tx_mib_per_s: gauge(NVLINK_TX),
+                nvlink_rx_mib_per_s: gauge(NVLINK_RX),
+            }),
         }
     }
 }
@@ -287,6 +387,74 @@ mod tests {
         assert_eq!(t.series.step_ms, 100);
         assert_eq!(t.series.gpu_util_pct.len(), 11);
         assert_eq!(t.series.power_w[0], 300.0);
+    }
+
+    #[test]
+    fn gpm_readings_reduce_to_gauges_and_series_of_their_own_samples() {
+        let mut agg = TelemetryAgg::new(100);
+        agg.set_gpm_status(SourceStatus {
+            active: true,
+            note: "nvmlGpmSampleGet".into(),
+        });
+        // The first sample has no pair: no reading. Then SM active 10, 20, 30 %; the
+        // tensor metric failed in the last reading.
+        agg.add(&sample(0, 50.0, 0));
+        for i in 1..4u64 {
+            let mut reading: GpmReading = [Some(1.0); GPM_METRIC_IDS.len()];
+            reading[SM_ACTIVE] = Some(i as f64 * 10.0);
+            reading[TENSOR_ACTIVE] = (i < 3).then_some(5.0);
+            agg.add(&Sample {
+                gpm: Some(reading),
+                ..sample(i, 50.0, 0)
+            });
+        }
+        let t = agg.telemetry();
+        let gpm = t.gpm.unwrap();
+        assert_eq!((gpm.active, gpm.note.as_str()), (true, "nvmlGpmSampleGet"));
+        assert_eq!(
+            gpm.sm_active_pct,
+            Some(Gauge {
+                samples: 3,
+                min: 10.0,
+                mean: 20.0,
+                max: 30.0,
+                last: 30.0
+            })
+        );
+        assert_eq!(
+            gpm.tensor_active_pct.map(|g| (g.samples, g.mean)),
+            Some((2, 5.0))
+        );
+        // Slot 0 had no reading; the GPU-util column still counts it.
+        assert_eq!(t.series.sm_active_pct, [NO_READING, 10.0, 20.0, 30.0]);
+        assert_eq!(t.series.gpu_util_pct, [50.0; 4]);
+        let series = &t.series;
+        let from = series.start_unix_ns + 100_000_000;
+        assert_eq!(
+            series.mean_in(&series.sm_active_pct, from, from + 300_000_000),
+            Some(20.0)
+        );
+        // Half of slot 1 and all of slot 2: (10 * 0.5 + 20) / 1.5.
+        assert_eq!(
+            series.mean_in(&series.sm_active_pct, from + 50_000_000, from + 200_000_000),
+            Some(25.0 / 1.5)
+        );
+        // Slot 0, without a reading, does not count.
+        let start = series.start_unix_ns;
+        assert_eq!(
+            series.mean_in(&series.sm_active_pct, start, start + 200_000_000),
+            Some(10.0)
+        );
+        assert_eq!(series.mean_in(&series.sm_active_pct, 0, 1), None);
+    }
+
+    #[test]
+    fn without_gpm_the_dump_has_no_gpm_figures() {
+        let mut agg = TelemetryAgg::new(100);
+        agg.add(&sample(0, 50.0, 0));
+        let t = agg.telemetry();
+        assert_eq!(t.gpm, None);
+        assert!(t.series.sm_active_pct.is_empty());
     }
 
     #[test]

@@ -434,6 +434,15 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
     enter("cuDeviceGetAttribute")
 }
 
+/// Bytes 0 to 15: fakenvml's MIG device has this UUID.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut [u8; 16], _device: c_int) -> CUresult {
+    if !uuid.is_null() {
+        *uuid = std::array::from_fn(|i| i as u8);
+    }
+    enter("cuDeviceGetUuid_v2")
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetPCIBusId(
     bus_id: *mut c_char,

@@ -4,7 +4,10 @@
 //! hex, default 0), `FAKENVML_OTHER_PIDS` (comma-separated pids of other compute
 //! processes), `FAKENVML_PCIE_GEN` (current link generation, default 5), `FAKENVML_NVLINKS`
 //! (active NVLink links, default 18; 0 for a GPU without NVLink), `FAKENVML_POWER_LIMIT`
-//! (enforced power limit in mW, default 700000, the default limit).
+//! (enforced power limit in mW, default 700000, the default limit), `FAKENVML_GPM` (0: the
+//! GPU does not support GPM), `FAKENVML_MIG` (1: MIG on, with one GPU instance, 3, whose
+//! MIG device has the fake driver's UUID). GPM metrics have fixed values (`gpm_value`), so
+//! tests can assert exact aggregates.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -111,7 +114,145 @@ pub unsafe extern "C" fn nvmlDeviceGetMigMode(
     cur: *mut u32,
     pend: *mut u32,
 ) -> Ret {
-    (*cur, *pend) = (0, 0);
+    let on = u32::from(mig());
+    (*cur, *pend) = (on, on);
+    SUCCESS
+}
+
+fn mig() -> bool {
+    knob("FAKENVML_MIG").is_some_and(|v| v == "1")
+}
+
+/// The MIG device of GPU instance `MIG_INSTANCE`, with fakecuda's `cuDeviceGetUuid_v2`.
+const MIG_DEVICE: *mut c_void = 0x1903 as *mut c_void;
+const MIG_UUID: &[u8] = b"MIG-00010203-0405-0607-0809-0a0b0c0d0e0f";
+const MIG_INSTANCE: u32 = 3;
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByUUID(
+    uuid: *const c_char,
+    device: *mut *mut c_void,
+) -> Ret {
+    if !mig() || CStr::from_ptr(uuid).to_bytes() != MIG_UUID {
+        return NOT_FOUND;
+    }
+    *device = MIG_DEVICE;
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceId(d: *mut c_void, out: *mut u32) -> Ret {
+    if d != MIG_DEVICE {
+        return INVALID_ARGUMENT;
+    }
+    *out = MIG_INSTANCE;
+    SUCCESS
+}
+
+/// `nvmlGpmSupport_t`.
+#[repr(C)]
+pub struct GpmSupport {
+    version: u32,
+    is_supported_device: u32,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmQueryDeviceSupport(d: *mut c_void, out: *mut GpmSupport) -> Ret {
+    if d != DEVICE || (*out).version != 1 {
+        return INVALID_ARGUMENT;
+    }
+    (*out).is_supported_device = u32::from(knob("FAKENVML_GPM").is_none_or(|v| v != "0"));
+    SUCCESS
+}
+
+/// A sample buffer: which GPU instance it was taken of (`u32::MAX`: the whole GPU), if
+/// it was taken.
+pub struct GpmSample {
+    taken: Option<u32>,
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmSampleAlloc(out: *mut *mut GpmSample) -> Ret {
+    *out = Box::into_raw(Box::new(GpmSample { taken: None }));
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmSampleGet(d: *mut c_void, sample: *mut GpmSample) -> Ret {
+    if d != DEVICE || mig() {
+        // NVML samples MIG instances with nvmlGpmMigSampleGet.
+        return INVALID_ARGUMENT;
+    }
+    (*sample).taken = Some(u32::MAX);
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmMigSampleGet(
+    d: *mut c_void,
+    instance: u32,
+    sample: *mut GpmSample,
+) -> Ret {
+    if d != DEVICE || !mig() || instance != MIG_INSTANCE {
+        return INVALID_ARGUMENT;
+    }
+    (*sample).taken = Some(instance);
+    SUCCESS
+}
+
+/// `nvmlGpmMetric_t`.
+#[repr(C)]
+pub struct GpmMetric {
+    metric_id: u32,
+    nvml_return: u32,
+    value: f64,
+    names: [*const c_char; 3],
+}
+
+/// `nvmlGpmMetricsGet_t`, up to its metrics (read through a pointer past them).
+#[repr(C)]
+pub struct GpmMetricsGet {
+    version: u32,
+    num_metrics: u32,
+    sample1: *mut GpmSample,
+    sample2: *mut GpmSample,
+    metrics: [GpmMetric; 0],
+}
+
+/// The fixed value of a metric; a MIG instance's SM activity differs, so tests can tell
+/// which path sampled. Unknown ids: None (NOT_SUPPORTED).
+fn gpm_value(id: u32, instance: u32) -> Option<f64> {
+    Some(match id {
+        2 if instance == MIG_INSTANCE => 25.0,
+        2 => 40.0,
+        3 => 30.0,
+        5 | 7 => 20.0,
+        6 | 9 => 0.0,
+        10 => 75.0,
+        20 => 100.0,
+        21 => 200.0,
+        61 => 300.0,
+        60 => 400.0,
+        _ => return None,
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmMetricsGet(q: *mut GpmMetricsGet) -> Ret {
+    let q = &mut *q;
+    let (Some(first), Some(second)) = ((*q.sample1).taken, (*q.sample2).taken) else {
+        return INVALID_ARGUMENT;
+    };
+    if q.version != 1 || first != second || q.sample1 == q.sample2 {
+        return INVALID_ARGUMENT;
+    }
+    let metrics = std::slice::from_raw_parts_mut(q.metrics.as_mut_ptr(), q.num_metrics as usize);
+    for m in metrics {
+        (m.nvml_return, m.value) = match gpm_value(m.metric_id, first) {
+            Some(v) => (SUCCESS, v),
+            None => (NOT_SUPPORTED, 0.0),
+        };
+    }
     SUCCESS
 }
 
