@@ -1,23 +1,53 @@
-//! `gpuspy report`: load and analyse the dumps, build the report, render it.
+//! `gpuspy report`: load and analyse the dumps, build the report, render it: on stdout,
+//! and as an HTML page and a Perfetto trace where asked.
 
 use crate::analyse::{self, Analysed};
 use crate::report::Report;
-use crate::{render_json, render_text};
+use crate::{render_html, render_json, render_perfetto, render_text};
 use anyhow::{Context, Result};
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 
-pub fn report(paths: &[PathBuf], json: bool, per_process: bool) -> Result<()> {
-    print(&analyse::load(paths)?, json, per_process)
+/// Files `report` writes besides stdout.
+#[derive(Default)]
+pub struct Views {
+    pub html: Option<PathBuf>,
+    pub perfetto: Option<PathBuf>,
+}
+
+pub fn report(paths: &[PathBuf], json: bool, per_process: bool, views: &Views) -> Result<()> {
+    let analysed = analyse::load(paths)?;
+    let report = Report::new(&analysed);
+    if let Some(path) = &views.html {
+        write_file(path, |w| render_html::write_report(&report, w))?;
+    }
+    if let Some(path) = &views.perfetto {
+        write_file(path, |w| render_perfetto::write(&report, w))?;
+    }
+    print_report(&report, json, per_process)
 }
 
 pub fn print(analysed: &Analysed, json: bool, per_process: bool) -> Result<()> {
-    let report = Report::new(analysed);
+    print_report(&Report::new(analysed), json, per_process)
+}
+
+fn print_report(report: &Report, json: bool, per_process: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
-        render_json::write(&report, &mut out)
+        render_json::write(report, &mut out)
     } else {
-        write!(out, "{}", render_text::render(&report, per_process)).map_err(Into::into)
+        write!(out, "{}", render_text::render(report, per_process)).map_err(Into::into)
     }
     .context("cannot write the report")
+}
+
+/// Writes `path` through `render`; the error names the file.
+pub fn write_file(
+    path: &Path,
+    render: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
+) -> Result<()> {
+    let cannot = || format!("{}: cannot write", path.display());
+    let mut w = BufWriter::new(std::fs::File::create(path).with_context(cannot)?);
+    render(&mut w).with_context(cannot)?;
+    w.flush().with_context(cannot)
 }

@@ -2,7 +2,8 @@
 //!
 //! The verbs (`cmd_*`) run one pipeline (docs/design.md): `load` (read, validate, merge
 //! into a `profile`) -> `analyse` (every judgement once, with `diagnose` and `rules`) ->
-//! `report` (one typed `Report`) -> `render_text` / `render_json` (formatting only).
+//! `report` (one typed `Report`) -> `render_text` / `render_json` / `render_html` /
+//! `render_perfetto` (formatting only).
 
 mod analyse;
 mod ci_output;
@@ -15,11 +16,14 @@ mod collectives;
 mod diagnose;
 mod load;
 mod profile;
+mod render_html;
 mod render_json;
+mod render_perfetto;
 mod render_text;
 mod report;
 mod rules;
 mod stats;
+mod timelines;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -65,6 +69,13 @@ enum Command {
         /// Add a table with one row per process.
         #[arg(long)]
         per_process: bool,
+        /// Also write the report as one self-contained HTML page (charts, no network).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Also write the time axis as a trace for ui.perfetto.dev or chrome://tracing
+        /// (Chrome trace-event JSON, under 10 MB).
+        #[arg(long, value_name = "FILE")]
+        perfetto: Option<PathBuf>,
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
@@ -88,6 +99,10 @@ enum Command {
         alpha: f64,
         #[arg(long)]
         json: bool,
+        /// Also write the comparisons and both sides' latency histograms as one
+        /// self-contained HTML page.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         #[command(flatten)]
         ci: CiFiles,
     },
@@ -171,6 +186,7 @@ fn main() -> ExitCode {
             min_share,
             alpha,
             json,
+            html,
             ci,
         } => {
             let options = cmd_diff::Options {
@@ -179,7 +195,7 @@ fn main() -> ExitCode {
                 min_share,
                 alpha,
             };
-            cmd_diff::diff(&[base], &[new], &options, &ci.output(json)).map(gate)
+            cmd_diff::diff(&[base], &[new], &options, &ci.output(json), html.as_deref()).map(gate)
         }
         Command::Check {
             paths,
@@ -190,8 +206,16 @@ fn main() -> ExitCode {
         Command::Report {
             json,
             per_process,
+            html,
+            perfetto,
             paths,
-        } => cmd_report::report(&paths, json, per_process).map(|()| ExitCode::SUCCESS),
+        } => cmd_report::report(
+            &paths,
+            json,
+            per_process,
+            &cmd_report::Views { html, perfetto },
+        )
+        .map(|()| ExitCode::SUCCESS),
         Command::Explain { id, markdown_table } => {
             cmd_explain::explain(id.as_deref(), markdown_table).map(|()| ExitCode::SUCCESS)
         }
