@@ -41,13 +41,17 @@ fn print_report(report: &Report, json: bool, per_process: bool) -> Result<()> {
     .context("cannot write the report")
 }
 
-/// Writes `path` through `render`; the error names the file.
+/// Writes `path` through `render`; the error names the file, and a file that could not
+/// be written whole is removed.
 pub fn write_file(
     path: &Path,
     render: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {
     let cannot = || format!("{}: cannot write", path.display());
     let mut w = BufWriter::new(std::fs::File::create(path).with_context(cannot)?);
-    render(&mut w).with_context(cannot)?;
-    w.flush().with_context(cannot)
+    let written = render(&mut w).and_then(|()| w.flush().map_err(Into::into));
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written.with_context(cannot)
 }

@@ -6,7 +6,7 @@
 use crate::cmd_diff::DiffReport;
 use crate::diagnose::{Finding, LayerStatus};
 use crate::report::{ActivityFigures, ApiRow, CopyRow, ProcessRow, RankVerdicts, Report, SyncRow};
-use crate::timelines::Timelines;
+use crate::timelines::{DeviceSeries, Grid, Series, Timelines};
 use gpuspy_format::gpu::{GpuCopy, KernelStat};
 use serde::Serialize;
 use std::io::Write;
@@ -40,7 +40,44 @@ struct ReportPage<'r> {
     rank_imbalance: &'r [crate::analyse::Imbalance],
     rank_verdicts: &'r RankVerdicts,
     devices: Vec<DevicePage<'r>>,
-    timelines: &'r Option<Timelines>,
+    timelines: Option<TimelinesPage<'r>>,
+}
+
+/// The timelines less the sampled events, which only the trace shows.
+#[derive(Serialize)]
+struct TimelinesPage<'r> {
+    grid: Grid,
+    job: &'r Series,
+    process_grid: Grid,
+    processes: Vec<ProcessPage<'r>>,
+}
+
+#[derive(Serialize)]
+struct ProcessPage<'r> {
+    pid: u32,
+    rank: Option<u32>,
+    series: &'r Series,
+    devices: &'r [DeviceSeries],
+}
+
+impl<'r> TimelinesPage<'r> {
+    fn of(t: &'r Timelines) -> TimelinesPage<'r> {
+        TimelinesPage {
+            grid: t.grid,
+            job: &t.job,
+            process_grid: t.process_grid,
+            processes: t
+                .processes
+                .iter()
+                .map(|p| ProcessPage {
+                    pid: p.pid,
+                    rank: p.rank,
+                    series: &p.series,
+                    devices: &p.devices,
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -116,7 +153,7 @@ pub fn write_report(r: &Report, out: impl Write) -> anyhow::Result<()> {
         rank_imbalance: &r.rank_imbalance,
         rank_verdicts: &r.rank_verdicts,
         devices: devices(r),
-        timelines: &r.timelines,
+        timelines: r.timelines.as_ref().map(TimelinesPage::of),
     };
     write_page("gpuspy report", "report", &page, out)
 }

@@ -163,7 +163,7 @@ impl<W: Write> Trace<W> {
 
     /// The window series of one group.
     fn series(&mut self, pid: usize, grid: &Grid, s: &Series) -> anyhow::Result<()> {
-        let one = |v: f64| Map::from_iter([("value".to_string(), json!(round(v)))]);
+        let one = |v: f64| Map::from_iter([("value".to_string(), json!(v))]);
         self.counter(
             pid,
             "launches/s",
@@ -174,11 +174,11 @@ impl<W: Write> Trace<W> {
             .map(|i| {
                 let mut m = Map::new();
                 if let Some(b) = s.gpu_busy_share[i] {
-                    m.insert("busy".into(), json!(round(b)));
+                    m.insert("busy".into(), json!(b));
                     for c in &s.gpu_idle {
                         m.insert(
                             format!("idle {}", name(&c.cause)),
-                            json!(round(c.values[i].unwrap_or(0.0))),
+                            json!(c.values[i].unwrap_or(0.0)),
                         );
                     }
                 }
@@ -190,7 +190,7 @@ impl<W: Write> Trace<W> {
             .map(|i| {
                 s.blocked
                     .iter()
-                    .map(|c| (name(&c.cause), json!(round(c.values[i]))))
+                    .map(|c| (name(&c.cause), json!(c.values[i])))
                     .collect()
             })
             .collect();
@@ -212,7 +212,7 @@ impl<W: Write> Trace<W> {
             let maps: Vec<Map<String, Value>> = values
                 .iter()
                 .map(|v| {
-                    v.map(|v| Map::from_iter([("value".to_string(), json!(round(v)))]))
+                    v.map(|v| Map::from_iter([("value".to_string(), json!(v))]))
                         .unwrap_or_default()
                 })
                 .collect();
@@ -220,15 +220,6 @@ impl<W: Write> Trace<W> {
         }
         Ok(())
     }
-}
-
-/// Four significant digits: the series are means and shares, and digits cost bytes.
-fn round(v: f64) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return 0.0;
-    }
-    let scale = 10f64.powi(3 - v.abs().log10().floor() as i32);
-    (v * scale).round() / scale
 }
 
 /// A cause's name as the dump and the report spell it (`after-sync`).
@@ -344,13 +335,6 @@ fn events<W: Write>(trace: &mut Trace<W>, r: &Report, t: &Timelines) -> anyhow::
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_keep_four_significant_digits() {
-        assert_eq!(round(0.123456), 0.1235);
-        assert_eq!(round(123456.0), 123500.0);
-        assert_eq!(round(0.0), 0.0);
-    }
 
     #[test]
     fn overlapping_slices_go_to_further_tracks_and_nest_on_each() {

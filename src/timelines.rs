@@ -271,7 +271,10 @@ impl Amounts {
                 .into_iter()
                 .map(|(cause, ns)| CauseSeries {
                     cause,
-                    values: ns.iter().map(|&x| x / g.step_ns as f64).collect(),
+                    values: ns
+                        .iter()
+                        .map(|&x| significant(x / g.step_ns as f64))
+                        .collect(),
                 })
                 .collect(),
             gpu_busy_share: of_observed(self.busy),
@@ -295,8 +298,18 @@ impl Amounts {
 fn ratio(part: &[f64], whole: &[f64]) -> Vec<Option<f64>> {
     part.iter()
         .zip(whole)
-        .map(|(&p, &w)| (w > 0.0).then(|| p / w))
+        .map(|(&p, &w)| (w > 0.0).then(|| significant(p / w)))
         .collect()
+}
+
+/// Four significant digits: a plotted value needs no more, and each digit is a byte of
+/// every view (a 1,000-rank page's series shrink to a third).
+pub fn significant(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return 0.0;
+    }
+    let scale = 10f64.powi(3 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
 }
 
 /// The sampled events of a timeline, longest and most recent merged, by start, at most
@@ -439,6 +452,14 @@ mod tests {
         );
         // The 48 given less the 4 before the grid and the 4 after it.
         assert_eq!(into.iter().sum::<f64>(), 40.0);
+    }
+
+    #[test]
+    fn values_keep_four_significant_digits() {
+        assert_eq!(significant(0.123456), 0.1235);
+        assert_eq!(significant(123456.0), 123500.0);
+        assert_eq!(significant(-0.0012345), -0.001235);
+        assert_eq!(significant(0.0), 0.0);
     }
 
     #[test]

@@ -31,6 +31,8 @@ mod ranks;
 mod recording;
 /// `gpuspy run` itself: the preload path, signals, shared and unusable dump directories.
 mod run;
+/// The HTML pages in headless Chromium, and the Perfetto traces.
+mod views;
 /// The pip wheel's contract: the shim's glibc needs within the wheel's manylinux tag, the
 /// installed layout's shim lookup, `--version`.
 mod wheel;

@@ -386,12 +386,24 @@
       const withBusy = t.processes.filter((p) => p.rank != null && p.series.gpu_busy_share.some((v) => v != null)).sort((a, b) => a.rank - b.rank);
       if (withBusy.length >= 2) heatmap(body, withBusy, t.process_grid);
     }
+    // 16 rows (the 8 that wait least, straggler candidates, and the 8 that wait most) as in
+    // the text report; all of them on request: a 1,000-row table costs the page's load.
     const rows = ranked.slice().sort((a, b) => a.wait_share - b.wait_share).map((p) => ({
       cls: p.rank === slow ? "straggler" : null,
       cells: [p.rank, p.host, p.pid, dur(p.steady_ns), pct(p.wait_share), pct(p.nccl_share), p.launches, p.verdict || "no warning"],
     }));
-    body.append(h("h3", {}, "By share of time waiting for the GPU"), h("div", { class: "scroll" },
-      table(["rank", "host", "pid", "steady", "waiting", "in NCCL", "launches", "verdict"], rows, [true, false, true, true, true, true, true, false])));
+    const SHOWN = 8;
+    const cut = rows.length > 2 * SHOWN;
+    const shown = cut ? rows.slice(0, SHOWN).concat([{ cells: [`… ${rows.length - 2 * SHOWN} more ranks …`, "", "", "", "", "", "", ""] }], rows.slice(-SHOWN)) : rows;
+    const head = ["rank", "host", "pid", "steady", "waiting", "in NCCL", "launches", "verdict"];
+    const numeric = [true, false, true, true, true, true, true, false];
+    const holder = h("div", { class: "scroll" }, table(head, shown, numeric));
+    body.append(h("h3", {}, "By share of time waiting for the GPU"), holder);
+    if (cut) {
+      const all = h("button", { type: "button" }, `show all ${rows.length} ranks`);
+      all.addEventListener("click", () => { holder.replaceChildren(table(head, rows, numeric)); all.remove(); });
+      body.append(all);
+    }
   }
 
   function report(r) {
