@@ -123,8 +123,11 @@ struct Load {
     line: Value,
 }
 
-/// Loads each page `times` times in one headless Chromium.
+/// Loads each page `times` times in one headless Chromium, one browser at a time: on the
+/// 2-core CI machine a second browser would stretch the load times measured.
 fn browse(pages: &[&Path], times: u32) -> Vec<Load> {
+    static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/browser/check.mjs");
     let out = Command::new("node")
         .arg(&harness)
