@@ -9,7 +9,6 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Files `report` writes besides stdout.
-#[derive(Default)]
 pub struct Views {
     pub html: Option<PathBuf>,
     pub perfetto: Option<PathBuf>,

@@ -258,7 +258,9 @@ impl Amounts {
 
     fn series(self, g: &Grid) -> Series {
         let per_s = |v: Vec<f64>| -> Vec<f64> {
-            v.into_iter().map(|x| x * 1e9 / g.step_ns as f64).collect()
+            v.into_iter()
+                .map(|x| significant(x * 1e9 / g.step_ns as f64))
+                .collect()
         };
         let observed = &self.observed;
         let of_observed = |v: Vec<f64>| ratio(&v, observed);

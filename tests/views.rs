@@ -159,11 +159,24 @@ fn browse(pages: &[&Path], times: u32) -> Vec<Load> {
     loads
 }
 
-/// No console error, exception or request; every chart and canvas drawn.
+/// No console error, exception or request; every chart and canvas drawn; a timeline, if
+/// any, zooms in on a drag and back out on a double click.
 fn assert_clean(l: &Load) {
     assert_eq!(l.line["errors"], serde_json::json!([]), "{}", l.line);
     assert_eq!(l.line["empty_charts"], serde_json::json!([]), "{}", l.line);
     assert_eq!(l.line["empty_canvases"], 0, "{}", l.line);
+    let z = &l.line["zoom"];
+    if !z.is_null() {
+        assert!(
+            z["before"]
+                .as_str()
+                .unwrap()
+                .starts_with("showing 0.00 s to "),
+            "{z}"
+        );
+        assert_ne!(z["zoomed"], z["before"], "{z}");
+        assert_eq!(z["reset"], z["before"], "{z}");
+    }
 }
 
 /// The charts a report page draws outside its timeline: a histogram per API shown (12 at
@@ -268,6 +281,12 @@ fn report_and_diff_pages_load_in_chromium_with_the_verdict_and_every_chart_drawn
             l.verdict
         );
         let besides = charts_besides_the_timeline(r);
+        assert_eq!(
+            l.line["zoom"].is_null(),
+            r["timelines"].is_null(),
+            "{}",
+            l.line
+        );
         if r["timelines"].is_null() {
             assert_eq!(l.charts, besides, "{}", l.line);
         } else {

@@ -1,11 +1,13 @@
 // Loads gpuspy HTML pages in the system's headless Chromium (Debian package `chromium`,
 // driven by puppeteer-core, which downloads no browser) and prints one JSON line per load:
 //   {"file", "load_ms", "verdict", "charts", "empty_charts", "canvases", "empty_canvases",
-//    "errors": [...]}
+//    "zoom", "errors": [...]}
 // `load_ms` is from navigation start to the end of the load event (the page's own
 // performance timing; the browser's start is not in it). `errors` holds console errors,
 // uncaught exceptions and any request that is not the file itself (the page must need no
-// network). tests/views.rs runs this and judges the lines.
+// network). `zoom` is null without a timeline, else the timeline's "showing A to B" line
+// before a drag across its first chart, after it, and after a double click there.
+// tests/views.rs runs this and judges the lines.
 //
 // Usage: node tools/browser/check.mjs [--loads N] FILE...   (CHROMIUM overrides the browser)
 import puppeteer from "puppeteer-core";
@@ -79,6 +81,24 @@ async function load(url, file) {
       empty_canvases: canvases.filter((c) => !painted(c)).length,
     };
   });
+  const zoom = await dragAndReset(page);
   await page.close();
-  return { file, ...seen, errors };
+  return { file, ...seen, zoom, errors };
+}
+
+async function dragAndReset(page) {
+  const chart = await page.$("#timeline svg.chart");
+  if (!chart) return null;
+  await chart.scrollIntoView();
+  const box = await chart.boundingBox();
+  const state = () => page.$eval("#zoom-state", (e) => e.textContent);
+  const before = await state();
+  const y = box.y + box.height / 2;
+  await page.mouse.move(box.x + box.width * 0.3, y);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.6, y, { steps: 4 });
+  await page.mouse.up();
+  const zoomed = await state();
+  await page.mouse.click(box.x + box.width * 0.5, y, { count: 2 });
+  return { before, zoomed, reset: await state() };
 }
