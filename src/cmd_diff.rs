@@ -14,13 +14,15 @@ use crate::collectives::collectives;
 use crate::diagnose::WARNING_IMPACT;
 use crate::phases::PhaseKind;
 use crate::profile::{Latency, Profile};
+use crate::render_html;
 use crate::render_text::{bytes, duration};
+use crate::report::LatencyRow;
 use crate::stats;
 use anyhow::{bail, Result};
 use gpuspy_format::{Direction, HostKind, SyncCause};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub struct Options {
     pub threshold: f64,
@@ -532,6 +534,43 @@ pub struct DiffReport {
     /// Whether either side's data is incomplete (calls the shim did not record), and why.
     pub incomplete: bool,
     pub notes: Vec<String>,
+    /// Both sides' latency of the APIs both called, by the larger total time, at most
+    /// `LATENCIES_SHOWN`: the histograms `diff --html` sets side by side.
+    pub latencies: Vec<LatencyPair>,
+}
+
+#[derive(Serialize)]
+pub struct LatencyPair {
+    pub api: String,
+    pub base: LatencyRow,
+    pub new: LatencyRow,
+}
+
+pub const LATENCIES_SHOWN: usize = 12;
+
+fn latency_pairs(base: &Side, new: &Side) -> Vec<LatencyPair> {
+    let mut pairs: Vec<(u64, LatencyPair)> = base
+        .merged
+        .apis
+        .iter()
+        .filter_map(|(name, b)| {
+            let n = new.merged.api(name)?;
+            (b.latency.calls > 0 && n.latency.calls > 0).then(|| {
+                let pair = LatencyPair {
+                    api: name.clone(),
+                    base: LatencyRow::of(&b.latency),
+                    new: LatencyRow::of(&n.latency),
+                };
+                (b.latency.total_ns.max(n.latency.total_ns), pair)
+            })
+        })
+        .collect();
+    pairs.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.api.cmp(&b.1.api)));
+    pairs
+        .into_iter()
+        .take(LATENCIES_SHOWN)
+        .map(|(_, p)| p)
+        .collect()
 }
 
 pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
@@ -560,6 +599,7 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
         })
         .collect();
     DiffReport {
+        latencies: latency_pairs(&base, &new),
         incomplete: !notes.is_empty(),
         notes,
         base_runs: base_runs.len(),
@@ -573,7 +613,13 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
     }
 }
 
-pub fn diff(base: &[PathBuf], new: &[PathBuf], o: &Options, out: &Output) -> Result<bool> {
+pub fn diff(
+    base: &[PathBuf],
+    new: &[PathBuf],
+    o: &Options,
+    out: &Output,
+    html: Option<&Path>,
+) -> Result<bool> {
     if !(o.threshold > 0.0 && o.alpha > 0.0 && o.alpha < 1.0 && o.min_share >= 0.0) {
         bail!("--threshold must be > 0, --alpha in (0, 1), --min-share >= 0");
     }
@@ -585,6 +631,9 @@ pub fn diff(base: &[PathBuf], new: &[PathBuf], o: &Options, out: &Output) -> Res
         notes: &report.notes,
     }
     .emit(out)?;
+    if let Some(path) = html {
+        crate::cmd_report::write_file(path, |w| render_html::write_diff(&report, w))?;
+    }
     if let Some(to) = &out.json {
         to.write(&report)?;
     } else {

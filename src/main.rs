@@ -2,7 +2,8 @@
 //!
 //! The verbs (`cmd_*`) run one pipeline (docs/design.md): `load` (read, validate, merge
 //! into a `profile`) -> `analyse` (every judgement once, with `diagnose` and `rules`) ->
-//! `report` (one typed `Report`) -> `render_text` / `render_json` (formatting only).
+//! `report` (one typed `Report`) -> `render_text` / `render_json` / `render_html` /
+//! `render_perfetto` (formatting only).
 
 mod analyse;
 mod ci_output;
@@ -20,12 +21,15 @@ mod kernels;
 mod load;
 mod phases;
 mod profile;
+mod render_html;
 mod render_json;
+mod render_perfetto;
 mod render_text;
 mod report;
 mod rules;
 mod runs;
 mod stats;
+mod timelines;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use render_json::JsonTo;
@@ -102,6 +106,7 @@ Environment:
   gpuspy report gpuspy-out/
   gpuspy report --per-process gpuspy-out/gpuspy-node1-4242.json
   gpuspy report --json nodes/ | jq .verdict         (nodes/ holds node0/, node1/, ...)
+  gpuspy report --html report.html --perfetto trace.json gpuspy-out/
 
 Environment: none; the shim's variables act when the dumps are written.")]
     Report {
@@ -111,6 +116,13 @@ Environment: none; the shim's variables act when the dumps are written.")]
         /// Add a table with one row per process.
         #[arg(long)]
         per_process: bool,
+        /// Also write the report as one self-contained HTML page (charts, no network).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Also write the time axis as a trace for ui.perfetto.dev or chrome://tracing
+        /// (Chrome trace-event JSON, under 10 MB).
+        #[arg(long, value_name = "FILE")]
+        perfetto: Option<PathBuf>,
         /// Dump files, directories of dumps, or directories whose subdirectories hold dumps
         /// (one per node, say); everything named is merged into one report.
         #[arg(required = true)]
@@ -145,6 +157,10 @@ Environment:
         /// of the text.
         #[arg(long)]
         json: bool,
+        /// Also write the comparisons and both sides' latency histograms as one
+        /// self-contained HTML page.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         #[command(flatten)]
         ci: CiFiles,
     },
@@ -285,6 +301,7 @@ fn main() -> ExitCode {
             min_share,
             alpha,
             json,
+            html,
             ci,
         } => {
             let options = cmd_diff::Options {
@@ -293,7 +310,14 @@ fn main() -> ExitCode {
                 min_share,
                 alpha,
             };
-            cmd_diff::diff(&[base], &[new], &options, &ci.output(stdout_if(json))).map(gate)
+            cmd_diff::diff(
+                &[base],
+                &[new],
+                &options,
+                &ci.output(stdout_if(json)),
+                html.as_deref(),
+            )
+            .map(gate)
         }
         Command::Check {
             paths,
@@ -304,9 +328,16 @@ fn main() -> ExitCode {
         Command::Report {
             json,
             per_process,
+            html,
+            perfetto,
             paths,
-        } => cmd_report::report(&paths, stdout_if(json).as_ref(), per_process)
-            .map(|()| ExitCode::SUCCESS),
+        } => cmd_report::report(
+            &paths,
+            stdout_if(json).as_ref(),
+            per_process,
+            &cmd_report::Views { html, perfetto },
+        )
+        .map(|()| ExitCode::SUCCESS),
         Command::Explain { id, markdown_table } => {
             cmd_explain::explain(id.as_deref(), markdown_table).map(|()| ExitCode::SUCCESS)
         }

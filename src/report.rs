@@ -11,6 +11,7 @@ use crate::phases::{IdleKind, Phase, PhaseKind, Startup, SteadyState, Step};
 use crate::gpm::{GpmShares, GpuUse};
 use crate::profile::{Api, Latency, ProcessInfo};
 use crate::runs::{runs, Run};
+use crate::timelines::{timelines, Timelines};
 use gpuspy_format::gpu::{Device, Gpu};
 use gpuspy_format::{Direction, Ending, HostKind, SyncCause};
 use serde::{Serialize, Serializer};
@@ -70,6 +71,8 @@ pub struct Report<'a> {
     /// Largest `total_ns` first.
     pub apis: Apis<'a>,
     pub unwrapped_symbols: &'a [String],
+    /// The time axis, plot-ready (src/timelines.rs); None when no dump has one.
+    pub timelines: Option<Timelines>,
 }
 
 /// The per-API rows, made as they are written or read (`rows`) rather than held: a hostile
@@ -240,10 +243,12 @@ pub struct LatencyRow {
     pub p90_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
+    /// The latency histogram's non-empty buckets: `[low_ns, high_ns, count]`, by latency.
+    pub buckets: Vec<[u64; 3]>,
 }
 
 impl LatencyRow {
-    fn of(l: &Latency) -> LatencyRow {
+    pub fn of(l: &Latency) -> LatencyRow {
         LatencyRow {
             count: l.calls,
             total_ns: l.total_ns,
@@ -251,6 +256,15 @@ impl LatencyRow {
             p90_ns: l.quantile(0.90),
             p99_ns: l.quantile(0.99),
             max_ns: l.max_ns,
+            buckets: l
+                .hist
+                .0
+                .iter()
+                .map(|&(i, count)| {
+                    let (low, high) = gpuspy_format::hist::bucket_bounds(i as usize);
+                    [low, high, count]
+                })
+                .collect(),
         }
     }
 }
@@ -628,6 +642,7 @@ impl<'a> Report<'a> {
                 process_wall_ns: wall,
             },
             unwrapped_symbols: &p.unwrapped,
+            timelines: timelines(&p.processes),
         }
     }
 }

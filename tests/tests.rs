@@ -40,6 +40,8 @@ mod run;
 /// The time axis of a dump: host windows that sum to the totals, blocking events, calls in
 /// progress at a signal.
 mod timeline;
+/// The HTML pages in headless Chromium, and the Perfetto traces.
+mod views;
 /// The pip wheel's contract: the shim's glibc needs within the wheel's manylinux tag, the
 /// installed layout's shim lookup, `--version`.
 mod wheel;

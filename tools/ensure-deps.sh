@@ -3,9 +3,11 @@
 # (the integration tests and the demo compile small C programs against the fake driver),
 # xmllint (the tests validate JUnit output against a schema), objdump (a test reads the
 # shim's glibc symbol versions), Python with venv (tools/wheel-check.sh builds and installs
-# the pip wheel) and the Rust toolchain's rustfmt/clippy components. Called by tools/test.sh,
+# the pip wheel), Chromium, Node.js and tools/browser's npm packages (tests/views.rs loads
+# the HTML reports in headless Chromium through puppeteer-core, which downloads no
+# browser) and the Rust toolchain's rustfmt/clippy components. Called by tools/test.sh,
 # tools/main.sh and tools/wheel-check.sh; safe to run again, and it does nothing (no
-# apt-get, no network) when everything is there.
+# apt-get, no npm, no network) and prints nothing when everything is there.
 set -euo pipefail
 if ! command -v cargo >/dev/null 2>&1; then
     echo "tools/ensure-deps.sh: cargo is not installed; install Rust (https://rustup.rs) first" >&2
@@ -16,9 +18,12 @@ command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 command -v objdump >/dev/null 2>&1 || missing+=(binutils)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
     if ! command -v apt-get >/dev/null 2>&1; then
-        echo "tools/ensure-deps.sh: missing ${missing[*]} (Debian package names) and no apt-get to install them; install a C compiler (cc), xmllint, objdump and Python 3 with venv, then run again" >&2
+        echo "tools/ensure-deps.sh: missing ${missing[*]} (Debian package names) and no apt-get to install them; install a C compiler (cc), xmllint, objdump, Python 3 with venv, Chromium and Node.js with npm, then run again" >&2
         exit 1
     fi
     sudo=""
@@ -26,6 +31,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "tools/ensure-deps.sh: installing ${missing[*]} with apt-get" >&2
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The browser tests' packages, as locked; the copy of the lock file they were installed
+# from says whether they still match it.
+browser="$(dirname "$0")/browser"
+if ! cmp -s "$browser/package-lock.json" "$browser/node_modules/.installed-lock.json"; then
+    echo "tools/ensure-deps.sh: installing tools/browser's npm packages (npm ci)" >&2
+    (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$browser/package-lock.json" "$browser/node_modules/.installed-lock.json"
 fi
 if command -v rustup >/dev/null 2>&1; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true

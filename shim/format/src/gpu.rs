@@ -282,6 +282,10 @@ pub struct Activity {
     pub memsets: u64,
     pub memset_bytes: u64,
     pub memset_ns: u64,
+    /// Schema 1 only: kernel busy time per slot, which the timeline's `devices` replaced.
+    /// Read so that the views can still plot old dumps; never written.
+    #[serde(default, skip_serializing)]
+    pub busy_series: Option<BusySeries>,
     /// Records that arrived after the time they cover had been settled; their overlap
     /// with settled time is not counted (see docs/dump-format.md).
     pub late_records: u64,
@@ -403,6 +407,14 @@ impl GpuCopy {
     pub fn bytes_per_s(&self) -> Option<f64> {
         (self.ns > 0).then(|| self.bytes as f64 * 1e9 / self.ns as f64)
     }
+}
+
+/// Kernel busy nanoseconds per slot of `step_ns` from `start_unix_ns` (schema 1 dumps).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BusySeries {
+    pub start_unix_ns: u64,
+    pub step_ns: u64,
+    pub busy_ns: Vec<u64>,
 }
 
 /// CUPTI unified-memory counters, summed over the run.

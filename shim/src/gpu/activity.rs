@@ -1116,6 +1116,7 @@ impl DeviceAgg {
             memsets: memsets.count,
             memset_bytes: memsets.bytes,
             memset_ns: memsets.ns,
+            busy_series: None,
             late_records: busy.late_records,
             late_ns: busy.late_ns,
             untimed_records: self.untimed,
