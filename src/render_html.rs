@@ -41,6 +41,9 @@ struct ReportPage<'r> {
     rank_verdicts: &'r RankVerdicts,
     devices: Vec<DevicePage<'r>>,
     timelines: Option<TimelinesPage<'r>>,
+    /// The job's phases, `start_ns`/`end_ns` from `start_unix_ns`.
+    start_unix_ns: u64,
+    phases: &'r [crate::report::PhaseRow],
 }
 
 /// The timelines less the sampled events, which only the trace shows.
@@ -154,6 +157,8 @@ pub fn write_report(r: &Report, out: impl Write) -> anyhow::Result<()> {
         rank_verdicts: &r.rank_verdicts,
         devices: devices(r),
         timelines: r.timelines.as_ref().map(TimelinesPage::of),
+        start_unix_ns: r.start_unix_ns,
+        phases: &r.phases,
     };
     write_page("gpuspy report", "report", &page, out)
 }

@@ -268,6 +268,14 @@ fn events<W: Write>(trace: &mut Trace<W>, r: &Report, t: &Timelines) -> anyhow::
     )?;
     trace.metadata(0, None, "process_sort_index", json!({ "sort_index": 0 }))?;
     trace.series(0, &t.grid, &t.job)?;
+    let phases = r.phases.iter().map(|ph| {
+        (
+            ph.name.clone().unwrap_or_else(|| ph.kind.name().to_string()),
+            r.start_unix_ns + ph.start_ns,
+            r.start_unix_ns + ph.end_ns,
+        )
+    });
+    trace.slices(0, 1, "phases", phases)?;
     trace.telemetry(
         0,
         "NVML mean",
@@ -314,10 +322,17 @@ fn events<W: Write>(trace: &mut Trace<W>, r: &Report, t: &Timelines) -> anyhow::
             };
             (what, e.start_unix_ns, e.end_unix_ns)
         });
-        let lanes = trace.slices(pid, 1, "host blocking calls (sampled)", blocking)?;
+        let phases = row.phases.iter().map(|ph| {
+            (
+                ph.name.clone().unwrap_or_else(|| ph.kind.name().to_string()),
+                r.start_unix_ns + ph.start_ns,
+                r.start_unix_ns + ph.end_ns,
+            )
+        });
+        let mut tid = 1 + trace.slices(pid, 1, "phases", phases)?;
+        tid += trace.slices(pid, tid, "host blocking calls (sampled)", blocking)?;
         let mut ordinals: Vec<u32> = p.idle_gaps.iter().map(|g| g.ordinal).collect();
         ordinals.dedup();
-        let mut tid = 1 + lanes;
         for o in ordinals {
             let gaps = p.idle_gaps.iter().filter(|g| g.ordinal == o).map(|g| {
                 (

@@ -315,12 +315,14 @@
     })), [false, false, false]);
   }
 
-  // Phases as spans in seconds from the grid's start: `phases` when the report has them.
+  // Phases as spans in seconds from the grid's start (theirs are ns from the report's
+  // start_unix_ns).
   function phases(r, grid) {
+    const offset = (r.start_unix_ns - grid.start_unix_ns) / 1e9;
     return (r.phases || []).map((p) => ({
       name: p.name || p.kind,
-      start: (p.start_unix_ns - grid.start_unix_ns) / 1e9,
-      end: (p.end_unix_ns - grid.start_unix_ns) / 1e9,
+      start: offset + p.start_ns / 1e9,
+      end: offset + p.end_ns / 1e9,
     }));
   }
 
