@@ -13,6 +13,7 @@ mod cmd_report;
 mod cmd_run;
 mod collectives;
 mod diagnose;
+mod hangs;
 mod load;
 mod profile;
 mod render_json;
@@ -51,6 +52,10 @@ enum Command {
         /// an assertion fails. The budget is read before the command starts.
         #[arg(long, value_name = "BUDGET")]
         check: Option<PathBuf>,
+        /// Write Prometheus textfiles to DIR (GPUSPY_PROM_DIR for the child): one per process
+        /// at every flush, and one with the job's first finding, diagnosed at every flush.
+        #[arg(long, value_name = "DIR")]
+        prom: Option<PathBuf>,
         #[command(flatten)]
         ci: CiFiles,
         /// The command and its arguments.
@@ -160,9 +165,17 @@ fn main() -> ExitCode {
             out,
             json,
             check,
+            prom,
             ci,
             command,
-        } => cmd_run::run(&out, json, check.as_deref(), &ci.output(json), &command),
+        } => cmd_run::run(
+            &out,
+            json,
+            check.as_deref(),
+            prom.as_deref(),
+            &ci.output(json),
+            &command,
+        ),
         Command::Diff {
             base,
             new,

@@ -13,6 +13,8 @@ mod diagnosis;
 mod doors;
 /// `gpuspy diff` and `gpuspy check` as CI gates.
 mod gates;
+/// Prometheus textfiles and the hang watchdog.
+mod fleet;
 /// GPU-side data: what a dump says without NVML and CUPTI, and dumps from the H200.
 mod gpu;
 /// The program and its data survive file-size limits, exec, thousands of threads, signals,
