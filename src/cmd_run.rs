@@ -123,8 +123,8 @@ pub fn run(
     let child = child
         .spawn()
         .with_context(|| format!("cannot run {program}"))?;
-    let findings = prom
-        .map(|dir| FindingWriter::start(dir, out.clone(), before.clone(), token.clone()));
+    let findings =
+        prom.map(|dir| FindingWriter::start(dir, out.clone(), before.clone(), token.clone()));
     let (status, signal) = forwarder.wait(child)?;
     drop(findings);
     // From here a signal acts as it would on any tool: the job is over.
@@ -205,14 +205,20 @@ impl FindingWriter {
             .ok()
             .and_then(|v| v.parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s > 0.0)
-            .map_or(std::time::Duration::from_secs(10), std::time::Duration::from_secs_f64);
+            .map_or(
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs_f64,
+            );
         let identity = gpuspy_format::prom::Identity {
             host: hostname(),
             rank: None,
             job: None,
             pid: std::process::id(),
         };
-        let file = dir.join(format!("gpuspy-run-{}-{}.prom", identity.pid, identity.host));
+        let file = dir.join(format!(
+            "gpuspy-run-{}-{}.prom",
+            identity.pid, identity.host
+        ));
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let (stopped, path) = (stop.clone(), file.clone());
         let thread = std::thread::spawn(move || {
@@ -228,10 +234,8 @@ impl FindingWriter {
                     continue;
                 };
                 let first = analysed.job.diagnosis.findings.first();
-                let text = gpuspy_format::prom::render_finding(
-                    &identity,
-                    first.map(|f| (f.id, f.impact)),
-                );
+                let text =
+                    gpuspy_format::prom::render_finding(&identity, first.map(|f| (f.id, f.impact)));
                 let tmp = path.with_file_name(format!(".gpuspy-run-{}.tmp", identity.pid));
                 if std::fs::write(&tmp, text).is_ok() {
                     let _ = std::fs::rename(&tmp, &path);

@@ -93,7 +93,11 @@ mod tests {
     fn the_member_behind_the_others_is_the_suspect_only_when_something_hung() {
         let mut p = run(10.0).build();
         let c = p.communicators.entry("c1".into()).or_default();
-        c.members = vec![("rank 0".into(), 8), ("rank 1".into(), 7), ("rank 2".into(), 8)];
+        c.members = vec![
+            ("rank 0".into(), 8),
+            ("rank 1".into(), 7),
+            ("rank 2".into(), 8),
+        ];
         c.last_ops.insert(8, "AllReduce".into());
         c.last_ops.insert(7, "AllGather".into());
         p.communicators.entry("c2".into()).or_default().members =

@@ -412,7 +412,11 @@ fn hangs(out: &mut String, r: &Report) {
     if r.hangs.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\nHANG: {} call(s) in flight past GPUSPY_HANG_S", r.hangs.len());
+    let _ = writeln!(
+        out,
+        "\nHANG: {} call(s) in flight past GPUSPY_HANG_S",
+        r.hangs.len()
+    );
     for h in &r.hangs {
         let who = match h.rank {
             Some(rank) => format!("rank {rank} (pid {}, {})", h.pid, h.host),

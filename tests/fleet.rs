@@ -31,14 +31,23 @@ fn promtool_check(text: &str) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let complaints = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(out.status.success(), complaints.trim().is_empty(), "{complaints}");
+    assert_eq!(
+        out.status.success(),
+        complaints.trim().is_empty(),
+        "{complaints}"
+    );
     complaints
 }
 
@@ -93,7 +102,10 @@ fn a_sync_stuck_past_the_threshold_is_flushed_with_the_call_in_flight() {
     std::fs::copy(&path, kept.join(path.file_name().unwrap())).unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
-    assert!(still_running, "the hang was flushed only after the call returned");
+    assert!(
+        still_running,
+        "the hang was flushed only after the call returned"
+    );
     assert_eq!(dump.hangs.len(), 1);
     let h = &dump.hangs[0];
     assert_eq!(h.api, "cuStreamSynchronize");
@@ -163,7 +175,10 @@ fn the_rank_that_never_entered_the_all_reduce_is_named() {
         .collect();
     let found = wait_for(Duration::from_secs(30), || hung_dump(out.path()));
     // While rank 0 hangs, its metrics say so and pass promtool.
-    let host = found.as_ref().map(|(_, d)| d.process.host.clone()).unwrap_or_default();
+    let host = found
+        .as_ref()
+        .map(|(_, d)| d.process.host.clone())
+        .unwrap_or_default();
     let rank0_prom = prom.path().join(format!("gpuspy-r0-{host}.prom"));
     let metrics = wait_for(Duration::from_secs(10), || {
         std::fs::read_to_string(&rank0_prom)
@@ -191,7 +206,11 @@ fn the_rank_that_never_entered_the_all_reduce_is_named() {
     assert_eq!(hangs.len(), 1);
     assert_eq!(
         (&hangs[0]["rank"], &hangs[0]["api"], &hangs[0]["sequence"]),
-        (&Value::from(0), &Value::from("ncclAllReduce"), &Value::from(3))
+        (
+            &Value::from(0),
+            &Value::from("ncclAllReduce"),
+            &Value::from(3)
+        )
     );
     let waits = report["hang_waits"].as_array().unwrap();
     assert_eq!(waits.len(), 1);
@@ -244,7 +263,9 @@ fn merged(files: &[String]) -> String {
             } else if line.starts_with("# TYPE ") {
                 header.push_str(line);
                 header.push('\n');
-                families.entry(current.clone()).or_insert((header.clone(), vec![]));
+                families
+                    .entry(current.clone())
+                    .or_insert((header.clone(), vec![]));
             } else {
                 families.get_mut(&current).unwrap().1.push(line.to_string());
             }
@@ -290,9 +311,10 @@ fn a_thousand_ranks_files_never_share_a_series_and_pass_promtool() {
 #[test]
 fn every_metric_the_dashboard_queries_is_in_a_generated_file() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dashboard: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join("docs/grafana/gpuspy.json")).unwrap())
-            .unwrap();
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("docs/grafana/gpuspy.json")).unwrap(),
+    )
+    .unwrap();
     let mut exprs = Vec::new();
     fn collect(v: &Value, into: &mut Vec<String>) {
         match v {
@@ -307,8 +329,8 @@ fn every_metric_the_dashboard_queries_is_in_a_generated_file() {
     collect(&dashboard, &mut exprs);
     assert!(exprs.len() >= 8, "{exprs:?}");
     let identity = Identity::of(&rich_dump(), false);
-    let text = render(&rich_dump(), &identity)
-        + &render_finding(&identity, Some(("input-starved", 0.52)));
+    let text =
+        render(&rich_dump(), &identity) + &render_finding(&identity, Some(("input-starved", 0.52)));
     assert_eq!(promtool_check(&text), "");
     let present: BTreeSet<String> = series(&text)
         .iter()
@@ -321,7 +343,10 @@ fn every_metric_the_dashboard_queries_is_in_a_generated_file() {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            assert!(present.contains(&name), "the dashboard queries {name}, which no file has");
+            assert!(
+                present.contains(&name),
+                "the dashboard queries {name}, which no file has"
+            );
             rest = &rest[at + name.len()..];
         }
     }
@@ -332,10 +357,14 @@ fn run_with_prom_keeps_the_first_finding_and_each_process_file_while_the_job_run
     let (out, prom) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut job = Command::new(gpuspy())
         .args(["run", "--prom", s(prom.path()), "-o", s(out.path()), "--"])
-        .arg(program("timed"))
-        .arg("2")
+        // A run blocked in syncs (tests/diagnosis.rs): 600 steps of 4.8 ms or more.
+        .arg(program("simulated_step"))
+        .arg("600")
         .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
-        .env("FAKECUDA_DELAY_NS", "cuStreamSynchronize=1500000000")
+        .env(
+            "FAKECUDA_DELAY_NS",
+            "cuStreamSynchronize=4000000,cuLaunchKernel=20000",
+        )
         .env("GPUSPY_FLUSH_S", "0.2")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -361,7 +390,7 @@ fn run_with_prom_keeps_the_first_finding_and_each_process_file_while_the_job_run
     let finding = finding.expect("no finding file while the job ran");
     assert_eq!(promtool_check(&finding), "");
     assert!(
-        finding.contains(&format!("gpuspy_finding_impact_ratio{{host=\"")),
+        finding.contains("gpuspy_finding_impact_ratio{host=\""),
         "{finding}"
     );
     // The job's own process wrote its file (named by pid: no rank) beside the CLI's.

@@ -11,10 +11,10 @@ mod cli;
 mod diagnosis;
 /// One program per door, each asserting exact per-API counts.
 mod doors;
-/// `gpuspy diff` and `gpuspy check` as CI gates.
-mod gates;
 /// Prometheus textfiles and the hang watchdog.
 mod fleet;
+/// `gpuspy diff` and `gpuspy check` as CI gates.
+mod gates;
 /// GPU-side data: what a dump says without NVML and CUPTI, and dumps from the H200.
 mod gpu;
 /// The program and its data survive file-size limits, exec, thousands of threads, signals,

@@ -30,5 +30,5 @@ for r in range(n):
     json.dump(src, open(f"{out}/ranks/gpuspy-r{r}-vm-{10000 + r}.json", "w"))
 PY
 echo "$n dumps, $(du -sh "$dir/ranks" | cut -f1)"
-/usr/bin/time -f "report: %e s wall, %M KiB peak RSS" "$bin/gpuspy" report "$dir/ranks" > /dev/null
-/usr/bin/time -f "report --json: %e s wall, %M KiB peak RSS" "$bin/gpuspy" report --json "$dir/ranks" > /dev/null
+/usr/bin/time -f "report: %e s wall (%U s user, %S s sys), %M KiB peak RSS" "$bin/gpuspy" report "$dir/ranks" > /dev/null
+/usr/bin/time -f "report --json: %e s wall (%U s user, %S s sys), %M KiB peak RSS" "$bin/gpuspy" report --json "$dir/ranks" > /dev/null

@@ -227,7 +227,14 @@ pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool)
     dump.ended_by = ended_by;
     let written = serde_json::to_vec(&dump)
         .map_err(io::Error::other)
-        .and_then(|json| write_to(&config.out_dir, &dump_name(&dump.process), &json, config.fsync));
+        .and_then(|json| {
+            write_to(
+                &config.out_dir,
+                &dump_name(&dump.process),
+                &json,
+                config.fsync,
+            )
+        });
     if let Err(e) = written {
         warn_once(&format!(
             "cannot write dumps to {}: {e}; the program runs on unaffected",

@@ -147,10 +147,7 @@ fn file_thread_op(comm: usize, sequence: u64) {
     let mine = THREAD_OP.iter().find(|t| {
         let owner = t.block.load(Acquire);
         owner == block
-            || (owner == 0
-                && t.block
-                    .compare_exchange(0, block, AcqRel, Acquire)
-                    .is_ok())
+            || (owner == 0 && t.block.compare_exchange(0, block, AcqRel, Acquire).is_ok())
     });
     if let Some(t) = mine {
         t.comm.store(comm, Relaxed);
