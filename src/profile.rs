@@ -612,6 +612,7 @@ pub mod synthetic {
             copied_bytes: 0,
             unrecorded_calls: 0,
             gpu: None,
+            timeline: None,
             hangs: Vec::new(),
         });
         Builder(p)
