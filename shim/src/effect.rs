@@ -405,7 +405,10 @@ mod tests {
             Effect::DeviceAlloc(4).blocking_kind(),
             Some(HostEventKind::Alloc)
         );
-        assert_eq!(Effect::DeviceFree.blocking_kind(), Some(HostEventKind::Alloc));
+        assert_eq!(
+            Effect::DeviceFree.blocking_kind(),
+            Some(HostEventKind::Alloc)
+        );
         assert_eq!(
             pinned_alloc(std::ptr::null_mut(), 1).blocking_kind(),
             Some(HostEventKind::Alloc)

@@ -107,7 +107,10 @@ fn code(kind: HostEventKind) -> u64 {
 fn kind(code: u64) -> Option<HostEventKind> {
     let causes = SyncCause::ALL.len() as u64;
     match code {
-        c if c < causes => SyncCause::ALL.get(c as usize).copied().map(HostEventKind::Sync),
+        c if c < causes => SyncCause::ALL
+            .get(c as usize)
+            .copied()
+            .map(HostEventKind::Sync),
         c if c == causes => Some(HostEventKind::Alloc),
         c if c == causes + 1 => Some(HostEventKind::Collective),
         _ => None,
@@ -176,7 +179,9 @@ impl History {
             if e.end_unix_ns < self.trimmed_to {
                 continue;
             }
-            let at = self.events.partition_point(|o| o.end_unix_ns <= e.end_unix_ns);
+            let at = self
+                .events
+                .partition_point(|o| o.end_unix_ns <= e.end_unix_ns);
             self.events.insert(at, e);
         }
         let cutoff = now.saturating_sub(HISTORY_NS);
@@ -204,7 +209,9 @@ impl History {
             self.longest.insert(at, e.clone());
             self.longest.truncate(SAMPLED_EVENTS);
         }
-        let at = self.recent.partition_point(|o| o.end_unix_ns <= e.end_unix_ns);
+        let at = self
+            .recent
+            .partition_point(|o| o.end_unix_ns <= e.end_unix_ns);
         self.recent.insert(at, e.clone());
         if self.recent.len() > SAMPLED_EVENTS {
             self.recent.pop_front();
@@ -300,8 +307,10 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_through_their_codes() {
-        let mut kinds: Vec<HostEventKind> =
-            SyncCause::ALL.iter().map(|&c| HostEventKind::Sync(c)).collect();
+        let mut kinds: Vec<HostEventKind> = SyncCause::ALL
+            .iter()
+            .map(|&c| HostEventKind::Sync(c))
+            .collect();
         kinds.extend([HostEventKind::Alloc, HostEventKind::Collective]);
         for k in kinds {
             assert_eq!(kind(code(k)), Some(k));
@@ -341,7 +350,9 @@ mod tests {
     #[test]
     fn samples_keep_the_longest_and_the_latest() {
         let mut h = History::default();
-        let batch = (0..40u64).map(|i| sync(i * 100, i * 100 + (i * 37) % 50)).collect();
+        let batch = (0..40u64)
+            .map(|i| sync(i * 100, i * 100 + (i * 37) % 50))
+            .collect();
         h.absorb(batch, 5_000);
         assert_eq!(h.longest.len(), SAMPLED_EVENTS);
         let lengths: Vec<u64> = h

@@ -61,7 +61,12 @@ fn family(symbol: &str) -> Family {
         Family::Module
     } else if symbol == "cuInit" || starts(&["cuCtxCreate", "cuDevicePrimaryCtxRetain"]) {
         Family::Init
-    } else if starts(&["cuMemAlloc", "cuMemHostAlloc", "cuMemCreate", "cuMemHostRegister"]) {
+    } else if starts(&[
+        "cuMemAlloc",
+        "cuMemHostAlloc",
+        "cuMemCreate",
+        "cuMemHostRegister",
+    ]) {
         Family::Alloc
     } else if starts(&["cuMemFree", "cuMemRelease", "cuMemHostUnregister"]) {
         Family::Free
@@ -202,7 +207,8 @@ impl Table {
                 };
             }
             let written = Written::of(block);
-            for ((cell, hook), &family) in block.apis.iter().zip(&mut seen.hooks).zip(&self.families)
+            for ((cell, hook), &family) in
+                block.apis.iter().zip(&mut seen.hooks).zip(&self.families)
             {
                 if written.holds(cell) {
                     hook.refresh(&cell.series);
@@ -346,7 +352,11 @@ pub fn assemble(mut table: Guard<'static, Table>, dump: &Dump) -> Option<Timelin
 
 /// Brings host and device series to the coarser of the two widths (both double from
 /// `FIRST_WINDOW_NS`) and to one length.
-fn add_devices(timeline: &mut Timeline, mut device_window_ns: u64, mut devices: Vec<DeviceWindows>) {
+fn add_devices(
+    timeline: &mut Timeline,
+    mut device_window_ns: u64,
+    mut devices: Vec<DeviceWindows>,
+) {
     if devices.is_empty() {
         return;
     }
@@ -414,10 +424,18 @@ mod tests {
     #[test]
     fn hooks_fall_in_their_families() {
         let of = |name: &str| family(name);
-        for launch in ["cuLaunchKernel", "cuLaunchKernelEx_ptsz", "cuLaunchCooperativeKernel"] {
+        for launch in [
+            "cuLaunchKernel",
+            "cuLaunchKernelEx_ptsz",
+            "cuLaunchCooperativeKernel",
+        ] {
             assert_eq!(of(launch), Family::Launch);
         }
-        for module in ["cuModuleLoadDataEx", "cuLibraryLoadFromFile", "cuLinkComplete"] {
+        for module in [
+            "cuModuleLoadDataEx",
+            "cuLibraryLoadFromFile",
+            "cuLinkComplete",
+        ] {
             assert_eq!(of(module), Family::Module);
         }
         assert_eq!(of("cuModuleGetFunction"), Family::Other);
@@ -425,10 +443,20 @@ mod tests {
             assert_eq!(of(init), Family::Init);
         }
         assert_eq!(of("cuDevicePrimaryCtxRelease_v2"), Family::Other);
-        for alloc in ["cuMemAlloc_v2", "cuMemAllocManaged", "cuMemHostAlloc", "cuMemCreate"] {
+        for alloc in [
+            "cuMemAlloc_v2",
+            "cuMemAllocManaged",
+            "cuMemHostAlloc",
+            "cuMemCreate",
+        ] {
             assert_eq!(of(alloc), Family::Alloc);
         }
-        for free in ["cuMemFree_v2", "cuMemFreeAsync", "cuMemFreeHost", "cuMemRelease"] {
+        for free in [
+            "cuMemFree_v2",
+            "cuMemFreeAsync",
+            "cuMemFreeHost",
+            "cuMemRelease",
+        ] {
             assert_eq!(of(free), Family::Free);
         }
         assert_eq!(of("cuStreamSynchronize"), Family::Other);
@@ -491,7 +519,10 @@ mod tests {
             all.add_calls(Family::Alloc, 77, 5_555_555);
             all.add_calls(Family::Free, 77, 5_555_555);
             all.blocked_ns.iter_mut().for_each(|b| *b += 99_999_999);
-            all.copy_bytes.iter_mut().flatten().for_each(|b| *b += 123_456_789_012);
+            all.copy_bytes
+                .iter_mut()
+                .flatten()
+                .for_each(|b| *b += 123_456_789_012);
             if i % 97 == 0 {
                 t.file(1_000 + i * 10 * FIRST_WINDOW_NS, all.clone());
             }
@@ -505,7 +536,10 @@ mod tests {
         let full = serde_json::to_vec(&timeline).unwrap().len();
         fit(&mut timeline);
         let fitted = serde_json::to_vec(&timeline).unwrap().len();
-        assert!(full > MAX_JSON_BYTES, "the test should need a merge: {full}");
+        assert!(
+            full > MAX_JSON_BYTES,
+            "the test should need a merge: {full}"
+        );
         // Within the budget, and not merged further than needed (a merge halves it).
         assert!(fitted <= MAX_JSON_BYTES, "{fitted} bytes");
         assert!(fitted > MAX_JSON_BYTES / 4, "{fitted} bytes");
