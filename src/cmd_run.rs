@@ -80,6 +80,7 @@ pub fn run(
     out: &Path,
     json: Option<&JsonTo>,
     budget: Option<&Path>,
+    prom: Option<&Path>,
     ci: &Output,
     command: &[String],
 ) -> Result<ExitCode> {
@@ -100,6 +101,17 @@ pub fn run(
     if let Some(json) = json {
         json.create()?;
     }
+    let prom = prom
+        .map(|dir| {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+            check_out_dir(&dir, &token).map(|()| dir.clone()).map_err(|why| {
+                anyhow!(
+                    "cannot write Prometheus files to {}: {why}; choose another directory with --prom",
+                    dir.display()
+                )
+            })
+        })
+        .transpose()?;
     let preload = preload::preload(&shim, std::env::var_os("LD_PRELOAD").as_deref())?;
     let before = file_ids(&out);
 
@@ -109,6 +121,9 @@ pub fn run(
         .env("LD_PRELOAD", &preload.value)
         .env("GPUSPY_OUT", &out)
         .env("GPUSPY_RUN_TOKEN", &token);
+    if let Some(dir) = &prom {
+        child.env("GPUSPY_PROM_DIR", dir);
+    }
     if let Some(JsonTo::Stdout) = json {
         // stdout is the JSON document's alone.
         let stderr = std::io::stderr()
@@ -121,7 +136,10 @@ pub fn run(
     let child = child
         .spawn()
         .with_context(|| format!("cannot run {program}"))?;
+    let findings =
+        prom.map(|dir| FindingWriter::start(dir, out.clone(), before.clone(), token.clone()));
     let (status, signal) = forwarder.wait(child)?;
+    drop(findings);
     // From here a signal acts as it would on any tool: the job is over.
     drop(forwarder);
     drop(preload);
@@ -219,6 +237,84 @@ fn driver_library_found() -> bool {
     let in_cache = std::fs::read(LD_SO_CACHE)
         .is_ok_and(|cache| cache.windows(name.len()).any(|w| w == name.as_bytes()));
     in_dirs || in_cache
+}
+
+/// The thread that diagnoses the run's dumps at every flush while it runs and keeps the
+/// job's first finding in `DIR/gpuspy-run-<pid>-<host>.prom` (the shim never judges);
+/// dropped when the job ends, which stops it and removes the file.
+struct FindingWriter {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    file: PathBuf,
+}
+
+impl FindingWriter {
+    fn start(dir: PathBuf, out: PathBuf, before: BTreeMap<PathBuf, FileId>, token: String) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        // The shim's flush period (GPUSPY_FLUSH_S, 10 s unless set).
+        let every = std::env::var("GPUSPY_FLUSH_S")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map_or(
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs_f64,
+            );
+        let identity = gpuspy_format::prom::Identity {
+            host: hostname(),
+            rank: None,
+            job: None,
+            pid: std::process::id(),
+        };
+        let file = dir.join(format!(
+            "gpuspy-run-{}-{}.prom",
+            identity.pid, identity.host
+        ));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (stopped, path) = (stop.clone(), file.clone());
+        let thread = std::thread::spawn(move || {
+            let mut next = std::time::Instant::now() + every;
+            while !stopped.load(Relaxed) {
+                if std::time::Instant::now() < next {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    continue;
+                }
+                next += every;
+                let dumps = this_runs_dumps(&out, &before, &token).mine;
+                let Ok(analysed) = analyse::load(&dumps) else {
+                    continue;
+                };
+                let first = analysed.job.diagnosis.findings.first();
+                let text =
+                    gpuspy_format::prom::render_finding(&identity, first.map(|f| (f.id, f.impact)));
+                let tmp = path.with_file_name(format!(".gpuspy-run-{}.tmp", identity.pid));
+                if std::fs::write(&tmp, text).is_ok() {
+                    let _ = std::fs::rename(&tmp, &path);
+                }
+            }
+        });
+        FindingWriter {
+            stop,
+            thread: Some(thread),
+            file,
+        }
+    }
+}
+
+impl Drop for FindingWriter {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// 128 random bits in hex: unique to this run among everything sharing the directory.

@@ -3,6 +3,7 @@
 
 use crate::profile::Profile;
 use gpuspy_format::hist::add_count;
+use gpuspy_format::prom::nccl_factors as factors;
 use std::collections::BTreeMap;
 
 /// One collective over every rank of the profile.
@@ -31,18 +32,6 @@ pub struct Collective {
     pub busbw: Option<f64>,
     /// A count or time summed over the ranks reached u64::MAX and stopped there.
     pub saturated: bool,
-}
-
-/// nccl-tests' bus-bandwidth factor for `op` over `n` ranks, and the factor from the
-/// per-rank bytes the dump records to its S. None for operations it does not define.
-fn factors(op: &str, n: u32) -> Option<(f64, f64)> {
-    let n = f64::from(n.max(1));
-    match op {
-        "AllReduce" => Some((2.0 * (n - 1.0) / n, 1.0)),
-        "AllGather" | "ReduceScatter" => Some(((n - 1.0) / n, n)),
-        "Broadcast" | "Reduce" => Some((1.0, 1.0)),
-        _ => None,
-    }
 }
 
 /// Every collective that had GPU time (CUPTI) or calls, by name.

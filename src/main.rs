@@ -17,6 +17,7 @@ mod cmd_run;
 mod collectives;
 mod diagnose;
 mod gpm;
+mod hangs;
 mod kernels;
 mod load;
 mod phases;
@@ -92,6 +93,10 @@ Environment:
         /// an assertion fails. The budget is read before the command starts.
         #[arg(long, value_name = "BUDGET")]
         check: Option<PathBuf>,
+        /// Write Prometheus textfiles to DIR (GPUSPY_PROM_DIR for the child): one per process
+        /// at every flush, and one with the job's first finding, diagnosed at every flush.
+        #[arg(long, value_name = "DIR")]
+        prom: Option<PathBuf>,
         #[command(flatten)]
         ci: CiFiles,
         /// The command and its arguments (after `--` when they start with `-`).
@@ -286,12 +291,20 @@ fn main() -> ExitCode {
             out,
             json,
             check,
+            prom,
             ci,
             command,
         } => {
             let json = json.map(JsonTo::from);
             let ci = ci.output(json.clone());
-            cmd_run::run(&out, json.as_ref(), check.as_deref(), &ci, &command)
+            cmd_run::run(
+                &out,
+                json.as_ref(),
+                check.as_deref(),
+                prom.as_deref(),
+                &ci,
+                &command,
+            )
         }
         Command::Diff {
             base,

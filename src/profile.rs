@@ -120,6 +120,8 @@ pub struct ProcessInfo {
     pub run_token: Option<String>,
     /// The time axis of the latest image (dumps of schema 2 on).
     pub timeline: Option<Box<gpuspy_format::timeline::Timeline>>,
+    /// Calls of the latest image in flight past the hang threshold when it was dumped.
+    pub hangs: Vec<gpuspy_format::Hang>,
 }
 
 /// One communicator as its members saw it.
@@ -130,6 +132,8 @@ pub struct CommunicatorView {
     pub nranks: u32,
     /// Per member process (`rank N`, or `pid N` outside a launcher): operations issued.
     pub members: Vec<(String, u64)>,
+    /// The last operation a member issued (`AllReduce`, ...), by that member's count.
+    pub last_ops: BTreeMap<u64, String>,
 }
 
 impl CommunicatorView {
@@ -193,6 +197,7 @@ impl ProcessInfo {
             self.complete = other.complete;
             self.ended_by = other.ended_by;
             self.image = other.image;
+            self.hangs = other.hangs;
         }
         clipped
     }
@@ -280,6 +285,7 @@ impl Profile {
             }),
             run_token: d.process.run_token,
             timeline: d.timeline.map(Box::new),
+            hangs: d.hangs,
         });
         let clipped = &mut p.saturated;
         let (mut calls, mut copied) = (0, 0);
@@ -326,6 +332,9 @@ impl Profile {
                 *clipped |= add_count(&mut mine.bytes, c.bytes);
                 mine.nranks = mine.nranks.max(u32::try_from(c.nranks).unwrap_or(0));
                 mine.members.push((member.clone(), c.operations));
+                if let Some(op) = &c.last_op {
+                    mine.last_ops.insert(c.operations, op.clone());
+                }
             }
         }
         let steady = p.steady_ns();
@@ -428,6 +437,7 @@ impl Profile {
             *clipped |= add_count(&mut mine.bytes, c.bytes);
             mine.nranks = mine.nranks.max(c.nranks);
             mine.members.extend(c.members);
+            mine.last_ops.extend(c.last_ops);
         }
         // The sums over processes are made when asked for; they saturate too.
         let sums = [self.process_wall_ns(), self.driver_ns(), self.active_ns()];
@@ -629,6 +639,7 @@ pub mod synthetic {
             gpu: None,
             run_token: None,
             timeline: None,
+            hangs: Vec::new(),
         });
         Builder(p)
     }

@@ -564,6 +564,53 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
     }
 }
 
+/// The hung calls and, for each communicator some members wait on, who never entered the
+/// collective: first, since a hung job's other figures stop at its last flush.
+fn hangs(out: &mut String, r: &Report) {
+    if r.hangs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nHANG: {} call(s) in flight past GPUSPY_HANG_S",
+        r.hangs.len()
+    );
+    for h in &r.hangs {
+        let who = match h.rank {
+            Some(rank) => format!("rank {rank} (pid {}, {})", h.pid, h.host),
+            None => format!("pid {} ({})", h.pid, h.host),
+        };
+        let collective = match (&h.communicator, h.sequence) {
+            (Some(c), Some(seq)) => format!(", operation {seq} on communicator {c}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {who}: thread {} in {} for {}{collective}",
+            h.thread,
+            h.api,
+            duration(h.elapsed_ns)
+        );
+    }
+    for w in &r.hang_waits {
+        let behind: Vec<String> = w
+            .behind
+            .iter()
+            .map(|(member, n)| format!("{member} (issued {n})"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  communicator {}: {} issued {} (operation {}) and wait in it; {} never entered it: the suspect{}",
+            w.communicator,
+            w.waiting.join(", "),
+            w.collective.as_deref().unwrap_or("an operation"),
+            w.sequence,
+            behind.join(", "),
+            if behind.len() == 1 { "" } else { "s" },
+        );
+    }
+}
+
 pub fn render(r: &Report, per_process: bool) -> String {
     let mut out = String::new();
     // Driver and sync times are summed over the processes, so their shares are of the
@@ -614,7 +661,8 @@ pub fn render(r: &Report, per_process: bool) -> String {
         );
     }
     mixed_runs(&mut out, r);
-    // The diagnosis first (README), then who the processes were.
+    // A hang first, then the diagnosis (README), then who the processes were.
+    hangs(&mut out, r);
     if !r.apis.is_empty() {
         diagnosis(&mut out, r);
         phases(&mut out, r);

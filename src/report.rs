@@ -53,6 +53,11 @@ pub struct Report<'a> {
     pub unrecorded_calls: u64,
     /// Dumps from a periodic flush (process killed or still running).
     pub incomplete_processes: usize,
+    /// Calls the processes' watchdogs found in flight past `GPUSPY_HANG_S`, longest first.
+    pub hangs: Vec<crate::hangs::Hang>,
+    /// Where some processes hung: the collectives some members of a communicator wait in
+    /// and the members that never entered them.
+    pub hang_waits: Vec<crate::hangs::Wait>,
     pub syncs: Vec<SyncRow>,
     pub copies: Vec<CopyRow>,
     pub nccl: Nccl,
@@ -556,6 +561,8 @@ impl<'a> Report<'a> {
             saturated: p.saturated,
             unrecorded_calls: p.unrecorded_calls(),
             incomplete_processes: p.processes.iter().filter(|pr| !pr.complete).count(),
+            hangs: crate::hangs::hangs(p),
+            hang_waits: crate::hangs::waits(p),
             syncs: p
                 .syncs
                 .iter()

@@ -13,6 +13,8 @@ mod cli;
 mod diagnosis;
 /// One program per door, each asserting exact per-API counts.
 mod doors;
+/// Prometheus textfiles and the hang watchdog.
+mod fleet;
 /// `gpuspy diff` and `gpuspy check` as CI gates.
 mod gates;
 /// GPU-side data: what a dump says without NVML and CUPTI, and dumps from the H200.

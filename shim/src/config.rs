@@ -37,6 +37,12 @@ pub struct Config {
     pub cupti: CuptiMode,
     /// `GPUSPY_CUPTI_PATH`: a libcupti to load when the process has none.
     pub cupti_path: Option<PathBuf>,
+    /// `GPUSPY_PROM_DIR`: where each flush also writes the process's Prometheus textfile
+    /// (absolute, like `out_dir`); None writes none.
+    pub prom_dir: Option<PathBuf>,
+    /// `GPUSPY_HANG_S` (default 300): a call in flight this long is a hang; None when `0`
+    /// turns the watchdog off.
+    pub hang_after: Option<Duration>,
 }
 
 impl Config {
@@ -50,7 +56,16 @@ impl Config {
         let nvml_ms = var("GPUSPY_NVML_MS")
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(100);
+        let hang_s = var("GPUSPY_HANG_S")
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .unwrap_or(300.0);
+        let prom_dir = std::env::var_os("GPUSPY_PROM_DIR")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from);
         Config {
+            prom_dir: prom_dir.map(|d| std::path::absolute(&d).unwrap_or(d)),
+            hang_after: (hang_s > 0.0).then(|| Duration::from_secs_f64(hang_s)),
             out_dir: std::path::absolute(&out_dir).unwrap_or(out_dir),
             flush_every: (flush_s > 0.0).then(|| Duration::from_secs_f64(flush_s)),
             enabled: var("GPUSPY_DISABLE").is_none_or(|v| v == "0"),

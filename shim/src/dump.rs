@@ -6,7 +6,7 @@ use crate::lifecycle::config;
 use crate::record::{self, Series, ThreadStats};
 use crate::{clock, unwrapped};
 use gpuspy_format::{
-    hist, ApiRecord, CopyRecord, Direction, Dump, Ending, HostKind, Process, Rank, SyncCause,
+    hist, prom, ApiRecord, CopyRecord, Direction, Dump, Ending, HostKind, Process, Rank, SyncCause,
     SyncRecord, SCHEMA_NAME, SCHEMA_VERSION,
 };
 use std::ffi::CString;
@@ -134,6 +134,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         gpu: crate::gpu::snapshot(),
         timeline: None,
         call_sites: crate::pystack::snapshot(),
+        hangs: crate::watchdog::hangs(),
     };
     dump.timeline = crate::timeline::assemble(table, &dump);
     dump
@@ -216,32 +217,69 @@ fn copy_records(blocks: &[ThreadStats]) -> Vec<CopyRecord> {
 static WRITE_SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Writes the dump atomically: a private temp file (never following a symlink, never
-/// world-writable), flushed to disk, renamed over `gpuspy-<host>-<pid>.json`.
-pub fn write(times: Times, complete: bool, ended_by: Option<Ending>) {
+/// world-writable), flushed to disk, renamed over `gpuspy-<host>-<pid>.json`. With
+/// `GPUSPY_PROM_DIR`, the Prometheus textfile too, the same way; the `last` write of the
+/// process removes it instead, so that no file outlives its process as if it were live.
+pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool) {
     let Some(config) = config() else {
         return;
     };
     let mut dump = snapshot(times, complete);
     dump.ended_by = ended_by;
-    if let Err(e) = write_to(&config.out_dir, &dump, config.fsync) {
+    let written = serde_json::to_vec(&dump)
+        .map_err(io::Error::other)
+        .and_then(|json| {
+            write_to(
+                &config.out_dir,
+                &dump_name(&dump.process),
+                &json,
+                config.fsync,
+            )
+        });
+    if let Err(e) = written {
         warn_once(&format!(
             "cannot write dumps to {}: {e}; the program runs on unaffected",
             config.out_dir.display()
         ));
     }
+    if let Some(dir) = &config.prom_dir {
+        let identity = prom::Identity::of(&dump, crate::lifecycle::forked());
+        let name = identity.file_name();
+        let done = if last {
+            remove_from(dir, &name)
+        } else {
+            write_to(dir, &name, prom::render(&dump, &identity).as_bytes(), false)
+        };
+        if let Err(e) = done {
+            warn_once(&format!(
+                "cannot write Prometheus metrics to {}: {e}; the program runs on unaffected",
+                dir.display()
+            ));
+        }
+    }
 }
 
-fn write_to(dir: &Path, dump: &Dump, fsync: bool) -> io::Result<()> {
-    let name = dump_name(&dump.process);
-    let json = serde_json::to_vec(dump).map_err(io::Error::other)?;
-    within_file_size_limit(json.len())?;
+/// Removes `name` from `dir` (a trusted directory), if it is there.
+fn remove_from(dir: &Path, name: &str) -> io::Result<()> {
     let dir = open_out_dir(dir)?;
-    let (tmp, mut file) = create_temp(&dir, &name)?;
+    let name = c_name(name)?;
+    // SAFETY: a NUL-terminated name relative to the directory we hold open.
+    match cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` to `dir/name` atomically (a temp file renamed over it).
+fn write_to(dir: &Path, name: &str, bytes: &[u8], fsync: bool) -> io::Result<()> {
+    within_file_size_limit(bytes.len())?;
+    let dir = open_out_dir(dir)?;
+    let (tmp, mut file) = create_temp(&dir, name)?;
     let written = file
-        .write_all(&json)
+        .write_all(bytes)
         .and_then(|_| if fsync { file.sync_all() } else { Ok(()) });
     drop(file);
-    let name = c_name(&name)?;
+    let name = c_name(name)?;
     // SAFETY: both names are NUL-terminated and relative to the directory we hold open.
     let renamed = written.and_then(|_| {
         cvt(unsafe {
@@ -276,7 +314,7 @@ fn within_file_size_limit(len: usize) -> io::Result<()> {
     cvt(unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) })?;
     if limit.rlim_cur != libc::RLIM_INFINITY && len as u64 > limit.rlim_cur {
         return Err(io::Error::other(format!(
-            "the dump ({len} bytes) is over the file-size limit (ulimit -f: {} bytes)",
+            "the file ({len} bytes) is over the file-size limit (ulimit -f: {} bytes)",
             limit.rlim_cur
         )));
     }

@@ -46,6 +46,7 @@ mod signals;
 mod timeline;
 mod tls;
 mod unwrapped;
+mod watchdog;
 
 #[cfg(test)]
 mod no_alloc_tests;

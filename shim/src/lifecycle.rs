@@ -163,7 +163,16 @@ fn init_process() -> bool {
     true
 }
 
+/// Set in a child forked from a recording process: it inherited its parent's rank
+/// variables, so its Prometheus series are named by its pid (`prom::Identity`).
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+pub fn forked() -> bool {
+    FORKED.load(Relaxed)
+}
+
 extern "C" fn on_fork_child() {
+    FORKED.store(true, Relaxed);
     HOT.active.store(0, Relaxed);
     OWNER_PID.store(0, Relaxed);
     GENERATION.fetch_add(1, Relaxed);
@@ -231,10 +240,16 @@ fn writer(wake: libc::c_int, flush_every: Option<Duration>, generation: u32) {
     };
     let flush_every_ns = flush_every.map(|d| d.as_nanos().clamp(1, u64::MAX as u128) as u64);
     let mut next_flush = flush_every_ns.map(|every| clock::monotonic_ns() + every);
+    let watch_every = crate::watchdog::check_every_ns();
+    let mut next_watch = watch_every.map(|every| clock::monotonic_ns() + every);
+    let mut hangs_seen = Vec::new();
     loop {
         let tick_in = crate::timeline::tick();
         let now = clock::monotonic_ns();
-        let wait_ns = next_flush.map_or(tick_in, |at| tick_in.min(at.saturating_sub(now)));
+        let wait_ns = [next_flush, next_watch]
+            .into_iter()
+            .flatten()
+            .fold(tick_in, |wait, at| wait.min(at.saturating_sub(now)));
         let timeout = libc::timespec {
             tv_sec: (wait_ns / 1_000_000_000) as libc::time_t,
             tv_nsec: (wait_ns % 1_000_000_000) as libc::c_long,
@@ -249,12 +264,21 @@ fn writer(wake: libc::c_int, flush_every: Option<Duration>, generation: u32) {
             // SAFETY: a non-blocking read into a local buffer.
             while unsafe { libc::read(wake, drain.as_mut_ptr().cast(), drain.len()) } > 0 {}
         }
-        let flush_due = next_flush.is_some_and(|at| clock::monotonic_ns() >= at);
+        let mut flush_due = next_flush.is_some_and(|at| clock::monotonic_ns() >= at);
+        let mut hangs = Vec::new();
+        if next_watch.is_some_and(|at| clock::monotonic_ns() >= at) {
+            hangs = crate::watchdog::new_hangs(&mut hangs_seen);
+            flush_due |= !hangs.is_empty();
+            next_watch = watch_every.map(|every| clock::monotonic_ns() + every);
+        }
         match SIGNAL_REQUEST.load(Acquire) {
             0 if !flush_due => {}
             0 => {
                 write(Occasion::Periodic);
                 next_flush = flush_every_ns.map(|every| clock::monotonic_ns() + every);
+                for hang in &hangs {
+                    eprintln!("{}", crate::watchdog::describe(hang));
+                }
             }
             signal => {
                 write(Occasion::Final(Some(Ending::Signal(signal))));
@@ -331,7 +355,8 @@ fn write(what: Occasion) {
             Occasion::BeforeExec => (true, Some(Ending::Exec)),
             Occasion::Final(ending) => (true, ending),
         };
-        let _ = std::panic::catch_unwind(|| dump::write(times, complete, ending));
+        let last = matches!(what, Occasion::Final(_));
+        let _ = std::panic::catch_unwind(|| dump::write(times, complete, ending, last));
         if matches!(what, Occasion::Final(_)) {
             FINAL_WRITTEN.store(true, Release);
         }

@@ -13,7 +13,7 @@ use crate::effect::Effect;
 use crate::hooks::Ptr;
 use gpuspy_format::{Communicator, Nccl, NcclOps};
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 
 /// `ncclResult_t`.
 pub type NcclResult = c_int;
@@ -101,6 +101,8 @@ struct CommSlot {
     operations: AtomicU64,
     bytes: AtomicU64,
     splits: AtomicU64,
+    /// The last operation issued on it, as `Op` index plus one (0: none yet).
+    last_op: AtomicU8,
 }
 const COMM_SLOTS: usize = 256;
 #[allow(clippy::declare_interior_mutable_const)]
@@ -112,8 +114,59 @@ const EMPTY_COMM: CommSlot = CommSlot {
     operations: AtomicU64::new(0),
     bytes: AtomicU64::new(0),
     splits: AtomicU64::new(0),
+    last_op: AtomicU8::new(0),
 };
 static COMMS: [CommSlot; COMM_SLOTS] = [EMPTY_COMM; COMM_SLOTS];
+
+/// Each thread's latest operation (by its statistics block): which communicator and its
+/// sequence number there, for the hang watchdog to say which collective a thread stuck in
+/// NCCL is in. Written before the call, by the thread itself.
+struct ThreadOp {
+    block: AtomicUsize,
+    /// Index into `COMMS` plus one (0: a communicator the shim does not know).
+    comm: AtomicUsize,
+    sequence: AtomicU64,
+}
+const THREAD_OPS: usize = 64;
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_THREAD_OP: ThreadOp = ThreadOp {
+    block: AtomicUsize::new(0),
+    comm: AtomicUsize::new(0),
+    sequence: AtomicU64::new(0),
+};
+static THREAD_OP: [ThreadOp; THREAD_OPS] = [NO_THREAD_OP; THREAD_OPS];
+
+/// Files the calling thread's operation number `sequence` on communicator slot `comm`.
+fn file_thread_op(comm: usize, sequence: u64) {
+    let Some(block) = crate::tls::local().map(|l| l.slot.get() as usize) else {
+        return;
+    };
+    if block == 0 {
+        return;
+    }
+    let mine = THREAD_OP.iter().find(|t| {
+        let owner = t.block.load(Acquire);
+        owner == block
+            || (owner == 0 && t.block.compare_exchange(0, block, AcqRel, Acquire).is_ok())
+    });
+    if let Some(t) = mine {
+        t.comm.store(comm, Relaxed);
+        t.sequence.store(sequence, Relaxed);
+    }
+}
+
+/// The communicator key and sequence number of the latest operation of the thread whose
+/// block is `block`, if it issued one on a known communicator.
+pub fn thread_op(block: *const crate::record::ThreadStats) -> Option<(String, u64)> {
+    let t = THREAD_OP
+        .iter()
+        .find(|t| t.block.load(Acquire) == block as usize)?;
+    let slot = COMMS.get(t.comm.load(Relaxed).checked_sub(1)?)?;
+    Some((
+        format!("{:016x}", slot.key.load(Relaxed)),
+        t.sequence.load(Relaxed),
+    ))
+}
 
 /// FNV-1a, 64 bits: stable across processes and builds.
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -123,10 +176,14 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 fn find_comm(comm: Ptr) -> Option<&'static CommSlot> {
+    find_comm_index(comm).map(|i| &COMMS[i])
+}
+
+fn find_comm_index(comm: Ptr) -> Option<usize> {
     let key = comm as usize;
     COMMS
         .iter()
-        .find(|s| key != 0 && s.comm.load(Acquire) == key)
+        .position(|s| key != 0 && s.comm.load(Acquire) == key)
 }
 
 fn register_comm(comm: Ptr, key: u64, rank: c_int, nranks: c_int) {
@@ -263,9 +320,12 @@ fn count(op: Op, count: usize, datatype: c_int, comm: Ptr) {
         cell.calls.fetch_add(1, Relaxed);
         cell.bytes.fetch_add(bytes, Relaxed);
     }
-    if let Some(slot) = find_comm(comm) {
-        slot.operations.fetch_add(1, Relaxed);
+    if let Some(index) = find_comm_index(comm) {
+        let slot = &COMMS[index];
+        let sequence = slot.operations.fetch_add(1, Relaxed);
         slot.bytes.fetch_add(bytes, Relaxed);
+        slot.last_op.store(op as u8 + 1, Relaxed);
+        file_thread_op(index + 1, sequence);
     }
 }
 
@@ -294,6 +354,10 @@ pub fn snapshot() -> Option<Nccl> {
             nranks: s.nranks.load(Relaxed),
             operations: s.operations.load(Relaxed),
             bytes: s.bytes.load(Relaxed),
+            last_op: (s.last_op.load(Relaxed) as usize)
+                .checked_sub(1)
+                .and_then(|i| Op::ALL.get(i))
+                .map(|op| op.name().to_string()),
         })
         .collect();
     let groups = GROUPS.load(Relaxed);
@@ -317,6 +381,10 @@ pub fn reset() {
         slot.operations.store(0, Relaxed);
         slot.bytes.store(0, Relaxed);
         slot.splits.store(0, Relaxed);
+        slot.last_op.store(0, Relaxed);
+    }
+    for t in &THREAD_OP {
+        t.block.store(0, Relaxed);
     }
     GROUPS.store(0, Relaxed);
 }

@@ -107,6 +107,11 @@ static IN_USE: [AtomicBool; MAX_THREADS] = [FREE; MAX_THREADS];
 #[allow(clippy::declare_interior_mutable_const)]
 const NEVER: AtomicU32 = AtomicU32::new(0);
 static RETIRED: [AtomicU32; BLOCKS] = [NEVER; BLOCKS];
+/// The Linux thread id of slot i's thread (index i - 1), set when the slot is claimed:
+/// outside the blocks, so that their layout and the hot path stay as they are.
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_TID: AtomicU32 = AtomicU32::new(0);
+static TIDS: [AtomicU32; MAX_THREADS] = [NO_TID; MAX_THREADS];
 static THREADS_SEEN: AtomicU32 = AtomicU32::new(0);
 static UNRECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
 /// Held while a block is folded into block 0, and while a dump sums the blocks, so that a
@@ -202,6 +207,41 @@ fn lock_folding() {
     }
 }
 
+/// One live thread's outermost call in flight.
+pub struct InFlight {
+    /// The thread's block (what `nccl.rs` keys its per-thread operation by).
+    pub block: *const ThreadStats,
+    pub tid: u32,
+    pub hook: usize,
+    /// Start, in ticks of the active clock.
+    pub since: u64,
+}
+
+/// The calls live threads are in now, read from their `in_call` words.
+pub fn in_flight() -> Vec<InFlight> {
+    with_blocks(|blocks| {
+        blocks
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter_map(|(slot, b)| {
+                let since = b.in_call.since.load(Acquire);
+                let hook = b.in_call.hook.load(Relaxed);
+                // A call that ended (or a new one that began) while we read is not one.
+                if since == 0 || b.in_call.since.load(Acquire) != since {
+                    return None;
+                }
+                Some(InFlight {
+                    block: b,
+                    tid: TIDS[slot - 1].load(Relaxed),
+                    hook: hook as usize,
+                    since,
+                })
+            })
+            .collect()
+    })
+}
+
 /// Threads that made at least one intercepted call, exited ones included.
 pub fn threads_seen() -> u32 {
     THREADS_SEEN.load(Relaxed)
@@ -241,6 +281,8 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
         }
     };
     THREADS_SEEN.fetch_add(1, Relaxed);
+    // SAFETY: gettid has no preconditions.
+    TIDS[index].store(unsafe { libc::gettid() } as u32, Relaxed);
     // SAFETY: index < MAX_THREADS, so block index + 1 lies inside the mapping.
     let block = unsafe { &*arena.add(index + 1) };
     local.slot.set(block);

@@ -432,24 +432,15 @@ fn fit(timeline: &mut Timeline) {
 /// Threads inside an intercepted call now, longest first.
 fn threads_in_call() -> Vec<ThreadInCall> {
     let anchor = Anchor::now();
-    let mut calls: Vec<ThreadInCall> = record::with_blocks(|blocks| {
-        blocks
-            .iter()
-            .skip(1)
-            .filter_map(|b| {
-                let since = b.in_call.since.load(Acquire);
-                let hook = b.in_call.hook.load(Relaxed);
-                // A call that ended (or a new one that began) while we read is not one.
-                if since == 0 || b.in_call.since.load(Acquire) != since {
-                    return None;
-                }
-                Some(ThreadInCall {
-                    symbol: ALL_HOOKS.get(hook as usize)?.name().to_string(),
-                    since_unix_ns: anchor.unix_ns(since),
-                })
+    let mut calls: Vec<ThreadInCall> = record::in_flight()
+        .into_iter()
+        .filter_map(|c| {
+            Some(ThreadInCall {
+                symbol: ALL_HOOKS.get(c.hook)?.name().to_string(),
+                since_unix_ns: anchor.unix_ns(c.since),
             })
-            .collect()
-    });
+        })
+        .collect();
     calls.sort_unstable_by_key(|c| c.since_unix_ns);
     calls.truncate(SAMPLED_EVENTS);
     calls

@@ -18,6 +18,7 @@ pub mod apis;
 pub mod callsites;
 pub mod gpu;
 pub mod hist;
+pub mod prom;
 pub mod timeline;
 pub mod trust;
 pub use hist::Histogram;
@@ -71,6 +72,29 @@ pub struct Dump {
     /// process has no Python or never made such a call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_sites: Option<callsites::CallSites>,
+    /// Calls in flight for `GPUSPY_HANG_S` or longer when the dump was written (the hang
+    /// watchdog's finding), longest first; empty in a dump of a process that was not stuck.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hangs: Vec<Hang>,
+}
+
+/// A driver or NCCL call that had not returned after the hang threshold.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Hang {
+    /// The exact exported symbol (`cuStreamSynchronize`, `ncclAllReduce`).
+    pub api: String,
+    /// The Linux thread id of the thread in the call.
+    pub thread: u32,
+    pub since_unix_ns: u64,
+    /// How long it had been in the call when the dump was written.
+    pub elapsed_ns: u64,
+    /// For an NCCL operation: the communicator's key (as in `nccl.communicators`) and the
+    /// operation's sequence number on it (how many operations this rank issued on it
+    /// before this one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub communicator: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u64>,
 }
 
 /// What the process asked NCCL to do: host-side enqueue, not GPU time.
@@ -102,6 +126,10 @@ pub struct Communicator {
     /// Operations issued on it: the sequence number its next operation would get.
     pub operations: u64,
     pub bytes: u64,
+    /// The last operation issued on it (`AllReduce`, ...): with `operations`, the
+    /// collective a rank that is ahead of the others waits in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_op: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
