@@ -3,8 +3,8 @@
 
 use crate::analyse::{self, Analysed};
 use crate::render_json::JsonTo;
-use crate::{render_html, render_perfetto, render_text};
 use crate::report::Report;
+use crate::{render_html, render_perfetto, render_text};
 use anyhow::{Context, Result};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};

@@ -270,7 +270,9 @@ fn events<W: Write>(trace: &mut Trace<W>, r: &Report, t: &Timelines) -> anyhow::
     trace.series(0, &t.grid, &t.job)?;
     let phases = r.phases.iter().map(|ph| {
         (
-            ph.name.clone().unwrap_or_else(|| ph.kind.name().to_string()),
+            ph.name
+                .clone()
+                .unwrap_or_else(|| ph.kind.name().to_string()),
             r.start_unix_ns + ph.start_ns,
             r.start_unix_ns + ph.end_ns,
         )
@@ -324,7 +326,9 @@ fn events<W: Write>(trace: &mut Trace<W>, r: &Report, t: &Timelines) -> anyhow::
         });
         let phases = row.phases.iter().map(|ph| {
             (
-                ph.name.clone().unwrap_or_else(|| ph.kind.name().to_string()),
+                ph.name
+                    .clone()
+                    .unwrap_or_else(|| ph.kind.name().to_string()),
                 r.start_unix_ns + ph.start_ns,
                 r.start_unix_ns + ph.end_ns,
             )

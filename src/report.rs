@@ -7,8 +7,8 @@
 use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, Imbalance};
 use crate::collectives::{collectives, link_peak};
 use crate::diagnose::{Finding, LayerStatus};
-use crate::phases::{IdleKind, Phase, PhaseKind, Startup, SteadyState, Step};
 use crate::gpm::{GpmShares, GpuUse};
+use crate::phases::{IdleKind, Phase, PhaseKind, Startup, SteadyState, Step};
 use crate::profile::{Api, Latency, ProcessInfo};
 use crate::runs::{runs, Run};
 use crate::timelines::{timelines, Timelines};

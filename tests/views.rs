@@ -100,6 +100,7 @@ fn timeline_dump(rank: u32, run_s: u64) -> Dump {
         longest_blocking: events(0, HostEventKind::Sync(SyncCause::Explicit)),
         recent_blocking: events(window_ns / 2, HostEventKind::Alloc),
         nvtx: vec![],
+        ..Timeline::default()
     });
     d
 }
