@@ -384,12 +384,9 @@ fn a_large_unexplained_idle_share_is_said_so() {
     );
 }
 
-// End to end under the shim and the fake driver and CUPTI. Ignored until the shim side of
-// issue 13 (the timeline) is merged: this branch's shim writes no timeline, so these cannot
-// pass here. `cargo test --release --test tests phases::end_to_end -- --ignored` runs them.
+// End to end under the shim and the fake driver and CUPTI.
 
 #[test]
-#[ignore = "needs the shim's timeline (issue 13, shim side); enable once it is merged"]
 fn end_to_end_slow_module_loading_then_a_sync_stalled_loop_gets_sync_stalled_first() {
     let r = run(
         "cupti_phases",
@@ -419,7 +416,6 @@ fn end_to_end_slow_module_loading_then_a_sync_stalled_loop_gets_sync_stalled_fir
 }
 
 #[test]
-#[ignore = "needs the shim's timeline (issue 13, shim side); enable once it is merged"]
 fn end_to_end_normal_start_up_then_a_quiet_loop_gets_no_warning() {
     let r = run(
         "cupti_phases",
