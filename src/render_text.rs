@@ -1043,8 +1043,8 @@ mod tests {
         };
         let fp32 = render_with(0.0, 5.0, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n");
         assert!(fp32.contains("Verdict: GPU-bound."), "{fp32}");
-        assert!(fp32.contains("The kernels kept the SMs active 90.0% of the span (occupancy 40.0%), the tensor pipes 0.0%, DRAM bandwidth 5.0% of its peak (GPM)."), "{fp32}");
-        assert!(fp32.contains("Low tensor-pipe use: matmul kernels hold 100.0% of kernel time, but the tensor pipes worked 0.0% of the span."), "{fp32}");
+        assert!(fp32.contains("The kernels kept the SMs active 90.0 % of the span (occupancy 40.0 %), the tensor pipes 0.0 %, DRAM bandwidth 5.0 % of its peak (GPM)."), "{fp32}");
+        assert!(fp32.contains("Low tensor-pipe use: matmul kernels hold 100.0 % of kernel time, but the tensor pipes worked 0.0 % of the span."), "{fp32}");
         assert!(!fp32.contains("Memory-bandwidth-bound"), "{fp32}");
         let elementwise = render_with(0.0, 86.0, "vectorized_elementwise_kernel");
         assert!(
@@ -1060,7 +1060,7 @@ mod tests {
             !bf16.contains("Memory-bandwidth-bound") && !bf16.contains("Low tensor-pipe use"),
             "{bf16}"
         );
-        assert!(bf16.contains("GPM over the same span: SM active 90.0%, occupancy 40.0%, tensor pipes 93.0%, DRAM bandwidth 17.0%"), "{bf16}");
+        assert!(bf16.contains("GPM over the same span: SM active 90.0 %, occupancy 40.0 %, tensor pipes 93.0 %, DRAM bandwidth 17.0 %"), "{bf16}");
     }
 }
 

@@ -203,7 +203,7 @@ fn a_slow_module_loading_start_up_then_a_sync_stalled_loop_gets_sync_stalled_fir
         "{text}"
     );
     assert!(
-        text.contains("GPU idle 50.0% (after a sync 40.0%, host work 10.0%)"),
+        text.contains("GPU idle 50.0 % (after a sync 40.0 %, host work 10.0 %)"),
         "{text}"
     );
     assert!(text.contains("Verdict: sync-stalled"), "{text}");
@@ -379,7 +379,7 @@ fn a_large_unexplained_idle_share_is_said_so() {
     assert_eq!(r["verdict"], Value::Null);
     assert_eq!(r["unexplained_idle"], 0.45);
     assert!(
-        text.contains("Verdict: GPU idle 45.0% of the steady state; cause not identified."),
+        text.contains("Verdict: GPU idle 45.0 % of the steady state; cause not identified."),
         "{text}"
     );
 }
