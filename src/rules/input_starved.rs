@@ -40,7 +40,7 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
     fn check(&self, p: &Profile) -> Outcome {
         if let Some(s) = crate::phases::steady(p) {
             if let Some(g) = &s.gpu {
-                return self.on_steady(&s, g);
+                return self.on_steady(p, &s, g);
             }
         }
         let mut any = false;
@@ -85,9 +85,13 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
 
 impl InputStarved {
     /// The judgement on the steady state of a timeline with its GPU side.
-    fn on_steady(&self, s: &SteadyState, g: &SteadyGpu) -> Outcome {
+    fn on_steady(&self, p: &Profile, s: &SteadyState, g: &SteadyGpu) -> Outcome {
         let in_driver = share(s.host.driver_ns, s.ns);
-        let impact = g.share(IdleKind::Host);
+        // Idle time the host's unified-memory page faults explain belongs to um-fault-heavy,
+        // as on the whole-run path.
+        let host_idle = g.idle.get(&IdleKind::Host).copied().unwrap_or(0);
+        let starved = host_idle.saturating_sub(um_host_wait_ns(p).min(host_idle));
+        let impact = share(starved, g.ns);
         if in_driver >= HOST_IN_DRIVER_MAX || impact < 0.01 {
             return Outcome::Clear;
         }
@@ -102,7 +106,7 @@ impl InputStarved {
                 ),
                 FIX,
             )
-            .evidence("host_idle_ns", g.idle.get(&IdleKind::Host).copied().unwrap_or(0))
+            .evidence("host_idle_ns", host_idle)
             .evidence("steady_device_ns", g.ns)
             .evidence("host_in_driver_share", in_driver),
         )
