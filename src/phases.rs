@@ -694,7 +694,10 @@ fn steady_state(
             cell.1 += r.total_ns;
         }
     }
-    s.gpu = gpu;
+    // A GPU never seen working in the steady state has no gaps that a host event opened:
+    // its idle time is all one stretch, cut only where sampling periods begin, and a sync
+    // that happens to return there would claim all of it. Judge from the host side then.
+    s.gpu = gpu.filter(|g| g.busy_ns > 0);
     s.step = step(&nvtx, syncs);
     s
 }
