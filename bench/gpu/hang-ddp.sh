@@ -44,3 +44,5 @@ else
     echo "promtool is not on this machine: the .prom files were not checked here (tests/fleet.rs checks the format)"
 fi
 echo "prom files left after the job (expected none): $(ls "$out/prom")"
+# The device returns 8 files at most: the dumps and metrics travel as one archive.
+tar czf "$out/files.tgz" -C "$out" dumps prom while-hung && rm -rf "$out/dumps" "$out/prom" "$out/while-hung"

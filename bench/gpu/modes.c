@@ -2,7 +2,8 @@
  * modes (bench/gpu/overhead-modes.sh). Plain driver API through dlopen, so a process
  * starts in about 0.3 s (no framework import) and 25 pairs of each fit in minutes.
  *
- *   modes WORKLOAD [ITERS]   prints "loop_ns_per_iter X" and "launches N"
+ *   modes WORKLOAD [ITERS]   prints "loop_ns_per_iter X", "launches N" and, per thread,
+ *                            "thread_cpu_ms NAME MS" (gpuspy's threads are named gpuspy-*)
  *
  * launch   2 empty-kernel launches and 5 µs of host work per iteration, a stream sync
  *          every 256: a launch-bound eager loop (PyTorch's is 2 launches per ~15 µs).
@@ -12,11 +13,13 @@
  * copy     a 4 MiB cuMemcpyHtoD from pageable memory (staged by the driver).
  * gpu      8 kernels of 1 ms queued, then a sync: GPU-bound. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int (*Fn)();
 typedef int (*Launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -56,6 +59,35 @@ static long long now_ns(void) {
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* CPU time of each thread of this process, from /proc (utime + stime, in clock ticks). */
+static void print_thread_cpu(void) {
+    DIR *tasks = opendir("/proc/self/task");
+    struct dirent *t;
+    while (tasks && (t = readdir(tasks))) {
+        if (t->d_name[0] == '.') continue;
+        char path[300], name[64] = "?", stat[1024];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", t->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%63s", name) != 1) strcpy(name, "?");
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", t->d_name);
+        f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        fclose(f);
+        stat[n] = 0;
+        /* Fields after the ")" that ends the name: state is field 3, utime 14, stime 15. */
+        char *rest = strrchr(stat, ')');
+        unsigned long utime = 0, stime = 0;
+        if (rest && sscanf(rest + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
+                           &stime) == 2)
+            printf("thread_cpu_ms %s %.1f\n", name, (utime + stime) * 1000.0 / sysconf(_SC_CLK_TCK));
+    }
+    if (tasks) closedir(tasks);
+}
+
 static void host_work(long long ns) {
     long long until = now_ns() + ns;
     while (now_ns() < until) {
@@ -90,7 +122,7 @@ int main(int argc, char **argv) {
     long launches = 0;
     long long t0 = 0;
     if (strcmp(w, "launch") == 0) {
-        iters = iters ? iters : 30000;
+        iters = iters ? iters : 100000;
         for (long i = -2000; i < iters; i++) {
             if (i == 0) stream_sync(NULL), t0 = now_ns();
             launch(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
@@ -101,7 +133,7 @@ int main(int argc, char **argv) {
             launches += 2;
         }
     } else if (strcmp(w, "managed") == 0) {
-        iters = iters ? iters : 20;
+        iters = iters ? iters : 50;
         unsigned pages = 16384;
         unsigned long long p = 0;
         if (GET("cuMemAllocManaged")(&p, (size_t)pages * 4096, 1)) {
@@ -122,7 +154,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     } else if (strcmp(w, "sync") == 0) {
-        iters = iters ? iters : 600;
+        iters = iters ? iters : 3000;
         unsigned long long ns = 200000;
         void *args[] = {&ns};
         for (long i = -20; i < iters; i++) {
@@ -133,18 +165,26 @@ int main(int argc, char **argv) {
             launches++;
         }
     } else if (strcmp(w, "copy") == 0) {
-        iters = iters ? iters : 400;
+        iters = iters ? iters : 1500;
         size_t bytes = 4 << 20;
         char *src = malloc(bytes);
         memset(src, 1, bytes);
         unsigned long long d = 0;
-        if (GET("cuMemAlloc")(&d, bytes)) return 1;
+        /* The unversioned names are the 32-bit-pointer forms of CUDA 3.1. */
+        Fn copy = GET("cuMemcpyHtoD_v2");
+        if (GET("cuMemAlloc_v2")(&d, bytes)) {
+            fprintf(stderr, "cuMemAlloc_v2 failed\n");
+            return 1;
+        }
         for (long i = -20; i < iters; i++) {
             if (i == 0) t0 = now_ns();
-            GET("cuMemcpyHtoD")(d, src, bytes);
+            if (copy(d, src, bytes)) {
+                fprintf(stderr, "cuMemcpyHtoD_v2 failed\n");
+                return 1;
+            }
         }
     } else if (strcmp(w, "gpu") == 0) {
-        iters = iters ? iters : 40;
+        iters = iters ? iters : 180;
         unsigned long long ns = 1000000;
         void *args[] = {&ns};
         for (long i = -2; i < iters; i++) {
@@ -160,5 +200,7 @@ int main(int argc, char **argv) {
     ctx_sync();
     printf("loop_ns_per_iter %.1f\n", (double)(now_ns() - t0) / iters);
     printf("launches %ld\n", launches);
+    fflush(stdout);
+    print_thread_cpu();
     return 0;
 }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# What gpuspy's default costs a DDP training step (issue 14), on two GPUs: bench/multi/ddp.py
+# under torchrun, without the shim and under `gpuspy run`, alternating, one job each; the
+# value is rank 0's own loop time (it excludes start-up). Summary as overhead-modes.sh's
+# (bench/gpu/paired_summary.py). From the repository root, with the release gpuspy and
+# libgpuspy.so in $BIN (.dev/bin):
+#   bash bench/gpu/overhead-ddp.sh OUTDIR [PAIRS] [STEPS]
+set -uo pipefail
+out=${1:?usage: overhead-ddp.sh OUTDIR [PAIRS] [STEPS]}
+pairs=${2:-8}
+steps=${3:-300}
+bin=$(realpath "${BIN:-.dev/bin}")
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 OMP_NUM_THREADS=4
+mkdir -p "$out"
+echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sort | uniq -c), $pairs pairs of $steps steps"
+job() { # job CONFIG ROUND
+    local log="$out/$1-$2.log" pre=()
+    [ "$1" = default ] && pre=("$bin/gpuspy" run -o "$out/dumps-$2" --)
+    timeout 300 "${pre[@]}" torchrun --standalone --nproc-per-node 2 bench/multi/ddp.py --steps "$steps" > "$log" 2>&1
+    local loop_s
+    # The ranks' lines can share a line of the log (their prints interleave).
+    loop_s=$(grep -o "rank 0: steps [0-9]* loop_s [0-9.]*" "$log" | awk '{print $NF; exit}')
+    echo "ddp $1 $2 ${loop_s:-fail}"
+}
+for r in $(seq "$pairs"); do
+    if ((r % 2)); then job none "$r"; job default "$r"; else job default "$r"; job none "$r"; fi
+done | tee "$out/raw.txt"
+python3 bench/gpu/paired_summary.py "$out/raw.txt" | tee "$out/summary.txt"
+# The device returns 8 files at most: the logs and dumps travel as one archive.
+tar czf "$out/jobs.tgz" -C "$out" $(cd "$out" && ls -d ./*.log ./dumps-* 2>/dev/null) && rm -rf "$out"/*.log "$out"/dumps-*

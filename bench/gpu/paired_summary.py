@@ -1,0 +1,61 @@
+"""Paired overhead summary: reads lines `WORKLOAD CONFIG ROUND VALUE [KERNELS FACTOR LAUNCHED [OWN_CPU_MS]]`
+(VALUE: the loop's own time, lower is better; `fail` when the run failed) and prints, per
+workload and configuration, the median value, the median of the paired relative
+differences against the `none` configuration of the same round, and a distribution-free
+90 % confidence interval of that median (sign-test bounds: order statistics of the paired
+differences). Used by overhead-modes.sh and overhead-ddp.sh.
+
+    python3 bench/gpu/paired_summary.py RAW.txt
+"""
+import collections
+import math
+import statistics
+import sys
+
+runs = collections.defaultdict(dict)
+kernels = collections.defaultdict(list)
+own_cpu = collections.defaultdict(list)
+configs = []
+for line in open(sys.argv[1]):
+    fields = line.split()
+    if len(fields) < 4:
+        continue
+    w, c, r, value = fields[:4]
+    if c not in configs:
+        configs.append(c)
+    if value != "fail":
+        runs[w, r][c] = float(value)
+    if len(fields) >= 7 and fields[4] != "-":
+        kernels[w, c].append((int(fields[4]) / max(int(fields[6]), 1), float(fields[5])))
+    if len(fields) >= 8 and c != "none":
+        own_cpu[w, c].append(float(fields[7]))
+
+
+def sign_test_ci(d, level=0.90):
+    """Order statistics bounding the median of d with at least `level` coverage."""
+    d, n = sorted(d), len(d)
+    k = 0
+    while k + 1 <= n // 2:
+        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+        if 2 * tail > 1 - level:
+            break
+        k += 1
+    return (d[k - 1], d[n - k]) if k > 0 else (d[0], d[-1])
+
+
+print("workload config   median value   paired diff vs none: median [90% CI]   n   kernels in dump / launched, factor, gpuspy threads' CPU ms (medians)")
+for w in dict.fromkeys(w for w, _ in runs):
+    rounds = [v for (ww, _), v in runs.items() if ww == w]
+    for c in ["none"] + [c for c in configs if c != "none"]:
+        values = [v[c] for v in rounds if c in v]
+        if not values:
+            continue
+        d = [100 * (v[c] / v["none"] - 1) for v in rounds if c in v and "none" in v]
+        k = kernels.get((w, c), [])
+        ks = f"{statistics.median(x for x, _ in k):.4f} {statistics.median(f for _, f in k):.2f}" if k else "- -"
+        ks += f" {statistics.median(own_cpu[w, c]):.1f}" if own_cpu.get((w, c)) else ""
+        if c == "none" or not d:
+            print(f"{w:8} {c:8} {statistics.median(values):14.1f}")
+            continue
+        lo, hi = sign_test_ci(d)
+        print(f"{w:8} {c:8} {statistics.median(values):14.1f}   {statistics.median(d):+6.2f}% [{lo:+.2f}, {hi:+.2f}]  {len(d):3}   {ks}")
