@@ -25,6 +25,7 @@
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod background;
 mod clock;
 mod config;
 mod doors;
