@@ -381,6 +381,7 @@ fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
     };
     let observed = series(&w["observed_ns"]);
     let busy = series(&w["busy_ns"]);
+    let transfer = series(&w["transfer_ns"]);
     let idle: Vec<Vec<u64>> = w["idle_ns"]
         .as_array()
         .unwrap()
@@ -389,7 +390,7 @@ fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
         .collect();
     for (i, &o) in observed.iter().enumerate() {
         let idle: u64 = idle.iter().map(|s| s[i]).sum();
-        assert_eq!(busy[i] + idle, o, "window {i}: {w}");
+        assert_eq!(busy[i] + transfer[i] + idle, o, "window {i}: {w}");
     }
     // Observed time is the sampled part: kernels seen over kernels made, within the
     // stream's own irregularity on a loaded machine.

@@ -587,6 +587,8 @@ impl Series {
 struct DeviceSeries {
     observed: Series,
     busy: Series,
+    /// Time any kernel, copy or memset ran; less `busy`, the windows' transfer time.
+    active: Series,
     kernels: Series,
     copy_bytes: Series,
     um_faults: Series,
@@ -600,6 +602,7 @@ impl DeviceSeries {
         [
             &self.observed,
             &self.busy,
+            &self.active,
             &self.kernels,
             &self.copy_bytes,
             &self.um_faults,
@@ -615,6 +618,7 @@ impl DeviceSeries {
         let len = [
             &self.observed,
             &self.busy,
+            &self.active,
             &self.kernels,
             &self.copy_bytes,
             &self.um_faults,
@@ -627,6 +631,15 @@ impl DeviceSeries {
         DeviceWindows {
             ordinal,
             observed_ns: self.observed.at_width(window_ns, len),
+            transfer_ns: {
+                let busy = self.busy.clone().at_width(window_ns, len);
+                let active = self.active.at_width(window_ns, len);
+                active
+                    .iter()
+                    .zip(&busy)
+                    .map(|(a, b)| a.saturating_sub(*b))
+                    .collect()
+            },
             busy_ns: self.busy.at_width(window_ns, len),
             kernels: self.kernels.at_width(window_ns, len),
             copy_bytes: self.copy_bytes.at_width(window_ns, len),
@@ -890,7 +903,9 @@ impl DeviceAgg {
                     self.series.busy.spread(origin, s, e);
                 }
             }
-            self.active.add(i.start, i.end);
+            if let Some((s, e)) = self.active.add(i.start, i.end) {
+                self.series.active.spread(origin, s, e);
+            }
         }
     }
 
@@ -1047,6 +1062,10 @@ impl DeviceAgg {
         let mut busy = self.busy.clone();
         if let Some((s, e)) = busy.close() {
             series.busy.spread(origin, s, e);
+        }
+        let mut active = self.active.clone();
+        if let Some((s, e)) = active.close() {
+            series.active.spread(origin, s, e);
         }
         series
     }
@@ -1825,7 +1844,8 @@ mod accounting {
         true
     }
 
-    /// The device's windows: (observed, busy, idle of every cause), checked to add up.
+    /// The device's windows: (observed, busy, idle of every cause), checked to add up
+    /// with the transfer time.
     fn accounted(agg: &Aggregator) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
         let (_, w) = agg.windows(T0);
         let w = &w[0];
@@ -1834,10 +1854,11 @@ mod accounting {
             .collect();
         for i in 0..w.observed_ns.len() {
             assert_eq!(
-                w.busy_ns[i] + idle[i],
+                w.busy_ns[i] + w.transfer_ns[i] + idle[i],
                 w.observed_ns[i],
-                "window {i}: busy {} + idle {} against observed {}",
+                "window {i}: busy {} + transfer {} + idle {} against observed {}",
                 w.busy_ns[i],
+                w.transfer_ns[i],
                 idle[i],
                 w.observed_ns[i]
             );
@@ -1854,6 +1875,16 @@ mod accounting {
         let mut agg = Aggregator::new(T0, T0, 0, true);
         agg.add(kernel(MS, 2 * MS));
         agg.add(kernel(5 * MS, 6 * MS));
+        // A copy, half under the second kernel: 0.5 ms of transfer time.
+        agg.add(Record::Copy {
+            device: 0,
+            kind: 1,
+            src_memory: 1,
+            dst_memory: 3,
+            bytes: 4096,
+            start: T0 + 4 * MS + 500 * US,
+            end: T0 + 5 * MS + 500 * US,
+        });
         agg.period_off(T0 + 20 * MS);
         agg.settle(T0 + 20 * MS, T0 + 20 * MS, &mut no_events);
         agg.period_on(T0 + 100 * MS);
@@ -1869,6 +1900,8 @@ mod accounting {
         expected.extend([500 * US, 10 * MS]);
         assert_eq!(observed, expected);
         assert_eq!(busy[9..], [10 * US, 500 * US, MS]);
+        let (_, w) = agg.windows(T0);
+        assert_eq!(w[0].transfer_ns[..2], [500 * US, 0]);
         let a = agg.devices().remove(0).1;
         let sampled = a.sampled.unwrap();
         assert_eq!(sampled.observed_ns, 20 * MS + 510 * US + 10 * MS);
