@@ -1852,14 +1852,13 @@ mod accounting {
         let idle: Vec<u64> = (0..w.observed_ns.len())
             .map(|i| w.idle_ns.iter().map(|s| s.ns[i]).sum())
             .collect();
-        for i in 0..w.observed_ns.len() {
+        for (i, idle) in idle.iter().enumerate() {
             assert_eq!(
-                w.busy_ns[i] + w.transfer_ns[i] + idle[i],
+                w.busy_ns[i] + w.transfer_ns[i] + idle,
                 w.observed_ns[i],
-                "window {i}: busy {} + transfer {} + idle {} against observed {}",
+                "window {i}: busy {} + transfer {} + idle {idle} against observed {}",
                 w.busy_ns[i],
                 w.transfer_ns[i],
-                idle[i],
                 w.observed_ns[i]
             );
         }
