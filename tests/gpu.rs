@@ -364,6 +364,50 @@ fn by_default_activity_is_sampled_and_counts_are_extrapolated() {
 }
 
 #[test]
+fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
+    // Each enable call returns 300 µs after the kernels are on, so every period's first
+    // kernels start before the call returned (the H200's launch-bound loop, where the
+    // time between periods was counted observed, neither busy nor idle).
+    let run = run("cupti_stream", &["1500"], &[("FAKECUPTI_ENABLE_US", "300")]);
+    let dumps = run.dumps();
+    let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
+    let w = &dump["timeline"]["devices"][0];
+    let series = |v: &Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    let observed = series(&w["observed_ns"]);
+    let busy = series(&w["busy_ns"]);
+    let transfer = series(&w["transfer_ns"]);
+    let idle: Vec<Vec<u64>> = w["idle_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| series(&s["ns"]))
+        .collect();
+    for (i, &o) in observed.iter().enumerate() {
+        let idle: u64 = idle.iter().map(|s| s[i]).sum();
+        assert_eq!(busy[i] + transfer[i] + idle, o, "window {i}: {w}");
+    }
+    // Observed time is the sampled part: kernels seen over kernels made, within the
+    // stream's own irregularity on a loaded machine.
+    let a = &dump["gpu"]["devices"][0]["activity"];
+    let total: u64 = observed.iter().sum();
+    assert_eq!(a["sampled"]["observed_ns"].as_u64().unwrap(), total, "{a}");
+    let covered = a["sampled"]["covered_ns"].as_f64().unwrap();
+    let seen = a["kernels"].as_f64().unwrap() * total as f64 / covered;
+    let share = seen / made(&run).0;
+    let time_share = total as f64 / covered;
+    assert!(
+        (share / time_share - 1.0).abs() < 0.3,
+        "{share} of the kernels in {time_share} of the time"
+    );
+}
+
+#[test]
 fn under_full_capture_every_record_counts_once() {
     let run = run("cupti_stream", &["500"], FULL);
     let a = &gpu_section(&run)["devices"][0]["activity"];

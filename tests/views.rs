@@ -82,6 +82,7 @@ fn timeline_dump(rank: u32, run_s: u64) -> Dump {
             observed_ns: vec![window_ns; n],
             busy_ns: (0..n).map(|i| window_ns * (5 + wave(i, 5)) / 10).collect(),
             kernels: vec![80; n],
+            transfer_ns: vec![0; n],
             copy_bytes: vec![0; n],
             um_faults: vec![0; n],
             idle_ns: vec![

@@ -140,6 +140,10 @@ pub struct DeviceWindows {
     /// Time at least one kernel ran; kernels that ended in the window.
     pub busy_ns: Vec<u64>,
     pub kernels: Vec<u64>,
+    /// Time copies or memsets ran and no kernel did. Observed time is busy, transfer and
+    /// idle time, each window exactly. Absent from dumps before it existed.
+    #[serde(default)]
+    pub transfer_ns: Vec<u64>,
     /// Bytes moved by copies the GPU ran, any direction.
     pub copy_bytes: Vec<u64>,
     /// Unified-memory page faults (CPU faults plus GPU fault groups).
@@ -162,6 +166,7 @@ impl DeviceWindows {
             &mut self.observed_ns,
             &mut self.busy_ns,
             &mut self.kernels,
+            &mut self.transfer_ns,
             &mut self.copy_bytes,
             &mut self.um_faults,
         ];

@@ -587,6 +587,8 @@ impl Series {
 struct DeviceSeries {
     observed: Series,
     busy: Series,
+    /// Time any kernel, copy or memset ran; less `busy`, the windows' transfer time.
+    active: Series,
     kernels: Series,
     copy_bytes: Series,
     um_faults: Series,
@@ -600,6 +602,7 @@ impl DeviceSeries {
         [
             &self.observed,
             &self.busy,
+            &self.active,
             &self.kernels,
             &self.copy_bytes,
             &self.um_faults,
@@ -615,6 +618,7 @@ impl DeviceSeries {
         let len = [
             &self.observed,
             &self.busy,
+            &self.active,
             &self.kernels,
             &self.copy_bytes,
             &self.um_faults,
@@ -627,6 +631,15 @@ impl DeviceSeries {
         DeviceWindows {
             ordinal,
             observed_ns: self.observed.at_width(window_ns, len),
+            transfer_ns: {
+                let busy = self.busy.clone().at_width(window_ns, len);
+                let active = self.active.at_width(window_ns, len);
+                active
+                    .iter()
+                    .zip(&busy)
+                    .map(|(a, b)| a.saturating_sub(*b))
+                    .collect()
+            },
             busy_ns: self.busy.at_width(window_ns, len),
             kernels: self.kernels.at_width(window_ns, len),
             copy_bytes: self.copy_bytes.at_width(window_ns, len),
@@ -739,6 +752,9 @@ struct DeviceAgg {
     copies: BTreeMap<(u8, &'static str), Transfers>,
     memsets: Transfers,
     untimed: u64,
+    /// Intervals that came after the sweep had passed their start, and their time before it.
+    late_records: u64,
+    late_ns: u64,
     sweep: Sweep,
     series: DeviceSeries,
 }
@@ -868,34 +884,56 @@ impl DeviceAgg {
         self.pending.sort_unstable_by_key(|i| i.start);
         let ready = self.pending.partition_point(|i| i.start < horizon);
         let intervals: Vec<Interval> = self.pending.drain(..ready).collect();
-        for i in intervals {
+        for mut i in intervals {
             if !periods.list.is_empty() {
+                if i.start < self.sweep.frontier {
+                    // Its time was committed (or passed over, unobserved) before it came.
+                    self.late_records += 1;
+                    self.late_ns += i.end.min(self.sweep.frontier) - i.start;
+                    i.start = self.sweep.frontier;
+                    if i.end <= i.start {
+                        continue;
+                    }
+                }
                 self.advance(origin, periods, i.start, true, events);
-                let s = &mut self.sweep;
-                if s.observed_from.is_none() {
-                    let from = i.start.max(s.frontier);
-                    s.observed_from = Some(from);
-                    s.frontier = from;
-                    s.first_observed.get_or_insert(from);
-                }
-                if i.start > self.sweep.run_end && self.sweep.run_end > 0 {
-                    let gap = i.start - self.sweep.run_end;
-                    self.gap_hist
-                        .get_or_insert_with(|| Box::new([0; hist::BUCKETS]))
-                        [hist::bucket_index(gap)] += 1;
-                }
-                if i.start >= self.sweep.frontier.max(self.sweep.run_end) {
-                    self.close_gap(i.start);
-                }
-                self.sweep.run_end = self.sweep.run_end.max(i.end);
+                self.sweep_record(periods, i);
             }
             if i.kernel {
                 if let Some((s, e)) = self.busy.add(i.start, i.end) {
                     self.series.busy.spread(origin, s, e);
                 }
             }
-            self.active.add(i.start, i.end);
+            if let Some((s, e)) = self.active.add(i.start, i.end) {
+                self.series.active.spread(origin, s, e);
+            }
         }
+    }
+
+    /// Moves the sweep onto a record of the period being swept, which starts at or after
+    /// the frontier (`advance` has committed up to its start, or to the period's end).
+    fn sweep_record(&mut self, periods: &Periods<'_>, i: Interval) {
+        let s = &mut self.sweep;
+        let closed_before = periods
+            .get(s.period)
+            .is_some_and(|p| p.off != u64::MAX && i.start > p.off.max(s.run_end));
+        if s.observed_from.is_none() {
+            let from = i.start.max(s.frontier);
+            s.observed_from = Some(from);
+            s.frontier = from;
+            s.first_observed.get_or_insert(from);
+        } else if closed_before {
+            // After its close a period observed only the time its own records ran:
+            // launches made since may have run before this one, unrecorded.
+            s.frontier = i.start;
+        } else if i.start > s.run_end && s.run_end > 0 {
+            self.gap_hist
+                .get_or_insert_with(|| Box::new([0; hist::BUCKETS]))
+                [hist::bucket_index(i.start - s.run_end)] += 1;
+        }
+        if i.start >= self.sweep.frontier.max(self.sweep.run_end) {
+            self.close_gap(i.start);
+        }
+        self.sweep.run_end = self.sweep.run_end.max(i.end);
     }
 
     /// The idle gap open at the frontier ended at `at`: into the samples.
@@ -1025,6 +1063,10 @@ impl DeviceAgg {
         if let Some((s, e)) = busy.close() {
             series.busy.spread(origin, s, e);
         }
+        let mut active = self.active.clone();
+        if let Some((s, e)) = active.close() {
+            series.active.spread(origin, s, e);
+        }
         series
     }
 
@@ -1117,8 +1159,8 @@ impl DeviceAgg {
             memset_bytes: memsets.bytes,
             memset_ns: memsets.ns,
             busy_series: None,
-            late_records: busy.late_records,
-            late_ns: busy.late_ns,
+            late_records: self.late_records + busy.late_records,
+            late_ns: self.late_ns + busy.late_ns,
             untimed_records: self.untimed,
             collectives: collectives.into_values().collect(),
             sampled: sampling,
@@ -1776,5 +1818,127 @@ mod tests {
         // On 100 ms of 400 ms.
         let um = agg.unified_memory(T0 + 400 * MS).unwrap();
         assert_eq!(um.cpu_page_faults, 4);
+    }
+}
+
+#[cfg(test)]
+mod accounting {
+    //! Per window, observed time is busy plus idle: nothing counted as observed is neither.
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const US: u64 = 1_000;
+    const T0: u64 = 1_700_000_000_000_000_000;
+
+    fn kernel(start: u64, end: u64) -> Record<'static> {
+        Record::Kernel {
+            device: 0,
+            start: T0 + start,
+            end: T0 + end,
+            name: Some(c"_Z4stepv"),
+            blocks: 1,
+        }
+    }
+
+    fn no_events(_: u64, _: u64, _: &mut Vec<HostEvent>) -> bool {
+        true
+    }
+
+    /// The device's windows: (observed, busy, idle of every cause), checked to add up
+    /// with the transfer time.
+    fn accounted(agg: &Aggregator) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+        let (_, w) = agg.windows(T0);
+        let w = &w[0];
+        let idle: Vec<u64> = (0..w.observed_ns.len())
+            .map(|i| w.idle_ns.iter().map(|s| s.ns[i]).sum())
+            .collect();
+        for (i, idle) in idle.iter().enumerate() {
+            assert_eq!(
+                w.busy_ns[i] + w.transfer_ns[i] + idle,
+                w.observed_ns[i],
+                "window {i}: busy {} + transfer {} + idle {idle} against observed {}",
+                w.busy_ns[i],
+                w.transfer_ns[i],
+                w.observed_ns[i]
+            );
+        }
+        (w.observed_ns.clone(), w.busy_ns.clone(), idle)
+    }
+
+    #[test]
+    fn the_time_between_periods_is_not_observed_when_a_record_starts_just_before_the_next() {
+        // The H200 launch-bound loop: the kinds are switched on at 100 ms, but the time of
+        // the switch is read after the calls that switch them, so a kernel launched during
+        // those calls starts 10 µs before the period's recorded opening. It belongs to the
+        // period before by its start, long after that one closed.
+        let mut agg = Aggregator::new(T0, T0, 0, true);
+        agg.add(kernel(MS, 2 * MS));
+        agg.add(kernel(5 * MS, 6 * MS));
+        // A copy, half under the second kernel: 0.5 ms of transfer time.
+        agg.add(Record::Copy {
+            device: 0,
+            kind: 1,
+            src_memory: 1,
+            dst_memory: 3,
+            bytes: 4096,
+            start: T0 + 4 * MS + 500 * US,
+            end: T0 + 5 * MS + 500 * US,
+        });
+        agg.period_off(T0 + 20 * MS);
+        agg.settle(T0 + 20 * MS, T0 + 20 * MS, &mut no_events);
+        agg.period_on(T0 + 100 * MS);
+        agg.add(kernel(100 * MS - 10 * US, 100 * MS + 500 * US));
+        agg.add(kernel(110 * MS, 111 * MS));
+        agg.period_off(T0 + 120 * MS);
+        agg.settle(u64::MAX, T0 + 130 * MS, &mut no_events);
+        let (observed, busy, _) = accounted(&agg);
+        // [0,20) (the queue empty at CUPTI's start); the early kernel's own time; the next
+        // period from its first record at 110 ms to its close. The 80 ms between are not
+        // observed.
+        let mut expected = vec![10 * MS, 10 * MS, 0, 0, 0, 0, 0, 0, 0, 10 * US];
+        expected.extend([500 * US, 10 * MS]);
+        assert_eq!(observed, expected);
+        assert_eq!(busy[9..], [10 * US, 500 * US, MS]);
+        let (_, w) = agg.windows(T0);
+        assert_eq!(w[0].transfer_ns[..2], [500 * US, 0]);
+        let a = agg.devices().remove(0).1;
+        let sampled = a.sampled.unwrap();
+        assert_eq!(sampled.observed_ns, 20 * MS + 510 * US + 10 * MS);
+    }
+
+    #[test]
+    fn after_its_close_a_period_observed_only_the_time_its_records_ran() {
+        let mut agg = Aggregator::new(T0, T0, 0, true);
+        agg.add(kernel(MS, 2 * MS));
+        agg.period_off(T0 + 10 * MS);
+        // Queued before the close: one running across it, one starting 3 ms after it
+        // (behind work of another stream, say), then one right behind that.
+        agg.add(kernel(9 * MS, 11 * MS));
+        agg.add(kernel(14 * MS, 15 * MS));
+        agg.add(kernel(15 * MS, 16 * MS));
+        agg.settle(u64::MAX, T0 + 30 * MS, &mut no_events);
+        let (observed, busy, idle) = accounted(&agg);
+        assert_eq!(observed, [10 * MS, MS + 2 * MS]);
+        assert_eq!(busy, [2 * MS, 3 * MS]);
+        assert_eq!(idle, [8 * MS, 0]);
+    }
+
+    #[test]
+    fn a_record_arriving_after_its_time_was_committed_is_clipped_to_the_frontier() {
+        let mut agg = Aggregator::new(T0, T0, 0, false);
+        agg.add(kernel(MS, 2 * MS));
+        agg.settle(T0 + 10 * MS, T0 + 10 * MS, &mut no_events);
+        // Held in a buffer with a record of work still queued: it comes after [0,10) was
+        // committed, [1,2) busy and the rest idle.
+        agg.add(kernel(5 * MS, 12 * MS));
+        agg.period_off(T0 + 20 * MS);
+        agg.settle(u64::MAX, T0 + 20 * MS, &mut no_events);
+        let (observed, busy, idle) = accounted(&agg);
+        assert_eq!(observed, [10 * MS, 10 * MS]);
+        assert_eq!(busy, [MS, 2 * MS]);
+        assert_eq!(idle, [9 * MS, 8 * MS]);
+        let a = agg.devices().remove(0).1;
+        assert_eq!((a.late_records, a.late_ns), (1, 5 * MS));
+        assert_eq!(a.busy_ns, 3 * MS);
     }
 }

@@ -218,6 +218,9 @@ pub fn switch_unified_memory(on: bool) {
     if !UM_CONFIGURED.load(Acquire) || !REGISTERED.load(Acquire) {
         return;
     }
+    // A switch takes 14-22 ms on the H200, and the counters start or stop somewhere in it:
+    // its middle is the switch's time, wrong by at most half of it.
+    let before = crate::clock::unix_ns();
     // SAFETY: plain CUPTI calls from a thread outside any CUPTI callback.
     let r = unsafe {
         if on {
@@ -226,7 +229,7 @@ pub fn switch_unified_memory(on: bool) {
             (api.disable)(KIND_UNIFIED_MEMORY_COUNTER)
         }
     };
-    let at = crate::clock::unix_ns();
+    let at = before / 2 + crate::clock::unix_ns() / 2;
     if r == 0 {
         with_aggregator(|agg| agg.unified_memory_switched(on, at));
     }
@@ -243,6 +246,11 @@ pub fn switch_traced_kinds(on: bool) {
     if !REGISTERED.load(Acquire) {
         return;
     }
+    // The period is the widest span in which a launch can be recorded: from before the
+    // first kind is on until after the last is off. Read after the calls, the opening came
+    // after kernels launched during them had started, and such a kernel counted as a
+    // record of the period before.
+    let before = crate::clock::unix_ns();
     for kind in TRACED_KINDS {
         // SAFETY: plain CUPTI calls from a thread outside any CUPTI callback.
         unsafe {
@@ -253,12 +261,12 @@ pub fn switch_traced_kinds(on: bool) {
             }
         }
     }
-    let at = crate::clock::unix_ns();
+    let after = crate::clock::unix_ns();
     with_aggregator(|agg| {
         if on {
-            agg.period_on(at)
+            agg.period_on(before)
         } else {
-            agg.period_off(at)
+            agg.period_off(after)
         }
     });
 }

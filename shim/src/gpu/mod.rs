@@ -281,8 +281,15 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
             cupti::switch_unified_memory(true);
         }
         let mut wake = deadline;
-        if let Some(traced) = duty.traced.as_mut().filter(|d| unix >= d.next_at()) {
-            if traced.is_on() {
+        if let Some(traced) = duty.traced.as_mut().filter(|d| unix >= d.wake_at()) {
+            if !traced.is_on() {
+                cupti::switch_traced_kinds(true);
+                traced.turned_on(clock::unix_ns());
+            } else if unix >= traced.next_at() || {
+                // Inside a long slot: its records so far.
+                cupti::collect(false, SETTLE_MARGIN_NS);
+                traced.over_budget(clock::unix_ns(), cupti::records_this_period())
+            } {
                 cupti::switch_traced_kinds(false);
                 // The slot's records, gathered with the kinds off: its rate decides the
                 // next cycle.
@@ -291,9 +298,6 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     cupti::switch_traced_kinds(true);
                     traced.turned_on(clock::unix_ns());
                 }
-            } else {
-                cupti::switch_traced_kinds(true);
-                traced.turned_on(clock::unix_ns());
             }
         }
         if let Some(um) = duty.unified_memory.as_mut().filter(|d| unix >= d.next_at()) {
@@ -307,7 +311,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
         }
         let unix = clock::unix_ns();
         for d in [&duty.traced, &duty.unified_memory].into_iter().flatten() {
-            wake = wake.min(now + d.next_at().saturating_sub(unix));
+            wake = wake.min(now + d.wake_at().saturating_sub(unix));
         }
         std::thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
     }

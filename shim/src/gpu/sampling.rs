@@ -4,6 +4,10 @@
 //! CUPTI costs per record (its instrumentation runs in each launch), so a job with few,
 //! long kernels is recorded whole (cycle 1) and a launch-bound one is sampled.
 //!
+//! A slot grown long (the program was quiet) is looked at every `ON_NS` and ended early
+//! once its records so far are over budget: a launch-bound loop starting inside a 160 ms
+//! slot was recorded whole for up to that long, a third of a 0.5 s loop on the H200.
+//!
 //! Unified-memory counters have a cycle of their own, fixed: on the H200 they cost a
 //! managed-memory loop +60 % while on, and switching them takes 14-22 ms
 //! (bench/results/gpu-2026-11-30-sampling-1), so they are on for `UM_ON_NS` in every
@@ -42,6 +46,8 @@ pub struct DutyCycle {
     on: bool,
     on_since: u64,
     next_at: u64,
+    /// While on: when to look at the records so far, before `next_at` in a long slot.
+    check_at: u64,
 }
 
 impl DutyCycle {
@@ -63,11 +69,28 @@ impl DutyCycle {
             on: true,
             on_since: now,
             next_at: now + on_ns,
+            check_at: now + on_ns,
         }
     }
 
     pub fn next_at(&self) -> u64 {
         self.next_at
+    }
+
+    /// When the switch wants to be looked at: the slot's end, or a check inside it.
+    pub fn wake_at(&self) -> u64 {
+        if self.on {
+            self.next_at.min(self.check_at)
+        } else {
+            self.next_at
+        }
+    }
+
+    /// Looked at `now`, inside a slot that is on, with `records` so far: true when the
+    /// slot should end now, its rate already over budget for its whole length.
+    pub fn over_budget(&mut self, now: u64, records: u64) -> bool {
+        self.check_at = now + self.base_on_ns;
+        self.fixed_cycle.is_none() && cycle_for(records, now - self.on_since) > 1
     }
 
     pub fn is_on(&self) -> bool {
@@ -79,6 +102,7 @@ impl DutyCycle {
         self.on = true;
         self.on_since = now;
         self.next_at = now + self.on_ns;
+        self.check_at = now + self.base_on_ns;
     }
 
     /// The slot that was on ended at `now` (the kinds are off, so that gathering its
@@ -102,6 +126,8 @@ impl DutyCycle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS: u64 = 1_000_000;
 
     #[test]
     fn the_cycle_keeps_cuptis_cost_within_budget() {
@@ -136,6 +162,26 @@ mod tests {
             d.turned_on(at);
         }
         assert_eq!(d.next_at() - d.on_since, MAX_ON_NS);
+    }
+
+    #[test]
+    fn a_long_slot_is_looked_at_every_base_slot_and_ended_once_over_budget() {
+        let mut d = DutyCycle::adaptive(0);
+        for _ in 0..3 {
+            let at = d.next_at();
+            assert!(d.slot_ended(at, 0));
+            d.turned_on(at);
+        }
+        // A 160 ms slot from 140 ms: looked at after 20 ms, before its end.
+        assert_eq!((d.wake_at(), d.next_at()), (160 * MS, 300 * MS));
+        // 150 records in 20 ms are within budget; 3,000 in 40 ms are not.
+        assert!(!d.over_budget(160 * MS, 150));
+        assert_eq!(d.wake_at(), 180 * MS);
+        assert!(d.over_budget(180 * MS, 3_000));
+        // Ended there, its cycle from its rate: 3,000 in 40 ms is 1 in 10.
+        assert!(!d.slot_ended(180 * MS, 3_000));
+        assert_eq!(d.next_at(), 180 * MS + 9 * ON_NS);
+        assert_eq!(d.wake_at(), d.next_at());
     }
 
     #[test]

@@ -75,6 +75,17 @@ pub unsafe extern "C" fn cuptiActivityConfigureUnifiedMemoryCounter(
     0
 }
 
+/// Enabling a kind takes effect at once, but the call returns only after
+/// `FAKECUPTI_ENABLE_US` (0 unless set), as CUPTI's takes 10-60 µs on the H200 (and a
+/// unified-memory one 14-22 ms): launches made meanwhile are recorded.
+fn enable_takes() -> std::time::Duration {
+    let us = std::env::var("FAKECUPTI_ENABLE_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    std::time::Duration::from_micros(us)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> u32 {
     if kind == KIND_UNIFIED_MEMORY_COUNTER && !UM_CONFIGURED.load(Acquire) {
@@ -83,6 +94,7 @@ pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> u32 {
     match ENABLED.get(kind as usize) {
         Some(flag) => {
             flag.store(true, Release);
+            std::thread::sleep(enable_takes());
             0
         }
         None => NOT_COMPATIBLE,
