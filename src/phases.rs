@@ -7,7 +7,7 @@
 
 use crate::profile::{total, ProcessInfo, Profile};
 use gpuspy_format::timeline::{DeviceWindows, HostEventKind, HostWindows, IdleCause, Timeline};
-use gpuspy_format::SyncCause;
+use gpuspy_format::{HostKind, SyncCause};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -177,6 +177,8 @@ pub struct Counters {
     pub allocs: u64,
     pub frees: u64,
     pub blocked: BTreeMap<SyncCause, u64>,
+    /// Bytes copied between pageable host memory and a device, both directions.
+    pub pageable_bytes: u64,
 }
 
 impl Counters {
@@ -190,6 +192,12 @@ impl Counters {
         for c in &h.blocked_ns {
             *self.blocked.entry(c.cause).or_default() += at(&c.ns, i);
         }
+        self.pageable_bytes += total(
+            h.copy_bytes
+                .iter()
+                .filter(|c| c.host == HostKind::Pageable)
+                .map(|c| at(&c.bytes, i)),
+        );
     }
 
     pub fn blocked_ns(&self, causes: &[SyncCause]) -> u64 {
