@@ -780,6 +780,15 @@ pub mod fixtures {
         vec![w; n]
     }
 
+    /// Gives `p`'s first process the timeline `t`, the process running from its first
+    /// window to its last.
+    pub fn attach(p: &mut crate::profile::Profile, t: Timeline) {
+        let me = &mut p.processes[0];
+        me.start_unix_ns = t.start_unix_ns;
+        me.stop_unix_ns = t.start_unix_ns + t.host.calls.len() as u64 * t.window_ns;
+        me.timeline = Some(Box::new(t));
+    }
+
     /// A timeline of 10 ms windows; with `gpu`, one device observed all the time.
     pub fn timeline(windows: &[W], gpu: bool) -> Timeline {
         let col = |f: fn(&W) -> u64| windows.iter().map(f).collect::<Vec<u64>>();
@@ -828,12 +837,8 @@ mod tests {
     /// A profile of one process running `windows` (started at the timeline's start,
     /// dumped at its end).
     fn profile(t: Timeline) -> Profile {
-        let n = t.host.calls.len() as u64;
-        let mut p = run(n as f64 * 0.01).build();
-        let me = &mut p.processes[0];
-        me.start_unix_ns = T0;
-        me.stop_unix_ns = T0 + n * 10 * MS;
-        me.timeline = Some(Box::new(t));
+        let mut p = run(t.host.calls.len() as f64 * 0.01).build();
+        attach(&mut p, t);
         p
     }
 

@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn with_a_timeline_the_fix_gives_back_the_idle_time_beyond_a_pinned_copy() {
-        use crate::phases::fixtures::{timeline, times, MS, T0, W};
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
         use crate::rules::gpu_data::fixtures::{gpu, h200};
         use gpuspy_format::timeline::{CauseSeries, CopySeries, IdleCause, IdleSeries};
         // 50 windows of 10 ms, each copying 63.016 MB from pageable memory (1 ms at gen5
@@ -163,9 +163,7 @@ mod tests {
                 .copy(Direction::HtoD, HostKind::Pageable, 50, 50 * BYTES)
                 .gpu(gpu(h200(), None, None))
                 .build();
-            let me = &mut p.processes[0];
-            (me.start_unix_ns, me.stop_unix_ns) = (T0, T0 + 500 * MS);
-            me.timeline = Some(Box::new(t));
+            attach(&mut p, t);
             p
         };
         // 450 ms idle in the copies, less the 50 ms the pinned copies take, of 500 ms.
