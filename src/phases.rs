@@ -6,8 +6,8 @@
 //! where it fails.
 
 use crate::profile::{total, ProcessInfo, Profile};
-use gpuspy_format::timeline::{HostEventKind, HostWindows, IdleCause, Timeline};
-use gpuspy_format::SyncCause;
+use gpuspy_format::timeline::{DeviceWindows, HostEventKind, HostWindows, IdleCause, Timeline};
+use gpuspy_format::{HostKind, SyncCause};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -15,10 +15,14 @@ use std::collections::BTreeMap;
 /// stretches recur: `RECURRING_GAPS`).
 pub const PAUSE_MIN_NS: u64 = 100_000_000;
 /// Long stretches without work recur, and belong to the steady state (a loop that waits
-/// for its data every step), when there are at least this many and they take at least
-/// `RECURRING_SHARE` of the time between the first and last window with work.
-const RECURRING_GAPS: usize = 3;
+/// for its data every step), when they take at least `RECURRING_SHARE` of the time between
+/// the first and last window with work and either there are more than `RARE_GAPS` of them
+/// or the work between two of them is shorter than `STEPS_BETWEEN_PAUSES` windows (one
+/// step per gap). A few long gaps with many windows of regular work between them are
+/// pauses (checkpoints, evaluations).
 const RECURRING_SHARE: f64 = 0.25;
+const RARE_GAPS: usize = 4;
+const STEPS_BETWEEN_PAUSES: usize = 4;
 /// A window spent this share or more in module loading, JIT and driver init is loading.
 const LOADING_SHARE: f64 = 0.25;
 /// Blocked or GPU-busy time of at least this share makes a window one with work.
@@ -125,8 +129,9 @@ pub struct ProcessAxis {
     steady: Vec<bool>,
 }
 
-/// The steady state's GPU side: device time observed (scaled to whole windows), busy and
-/// idle time per cause, summed over devices.
+/// The steady state's GPU side: device time accounted for (busy plus idle, scaled to whole
+/// windows; windows with none are left out), busy and idle time per cause, summed over
+/// devices.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SteadyGpu {
     pub ns: u64,
@@ -172,6 +177,8 @@ pub struct Counters {
     pub allocs: u64,
     pub frees: u64,
     pub blocked: BTreeMap<SyncCause, u64>,
+    /// Bytes copied between pageable host memory and a device, both directions.
+    pub pageable_bytes: u64,
 }
 
 impl Counters {
@@ -185,6 +192,12 @@ impl Counters {
         for c in &h.blocked_ns {
             *self.blocked.entry(c.cause).or_default() += at(&c.ns, i);
         }
+        self.pageable_bytes += total(
+            h.copy_bytes
+                .iter()
+                .filter(|c| c.host == HostKind::Pageable)
+                .map(|c| at(&c.bytes, i)),
+        );
     }
 
     pub fn blocked_ns(&self, causes: &[SyncCause]) -> u64 {
@@ -294,6 +307,13 @@ fn at(series: &[u64], i: usize) -> u64 {
     series.get(i).copied().unwrap_or(0)
 }
 
+/// The device time of window `i` that CUPTI accounted for: busy plus idle by cause. The
+/// shim's `observed_ns` can count time that is neither (sampling periods that saw no
+/// record), so shares taken over it come out too small; shares are taken over this.
+pub fn accounted_ns(d: &DeviceWindows, i: usize) -> u64 {
+    at(&d.busy_ns, i) + total(d.idle_ns.iter().map(|s| at(&s.ns, i)))
+}
+
 /// `value * num / den` without overflow, `value` where `den` is 0.
 fn scale(value: u64, num: u64, den: u64) -> u64 {
     match den {
@@ -354,7 +374,7 @@ impl<'a> Windows<'a> {
             self.t
                 .devices
                 .iter()
-                .map(|d| scale(at(&d.busy_ns, i), self.len(i), at(&d.observed_ns, i))),
+                .map(|d| scale(at(&d.busy_ns, i), self.len(i), accounted_ns(d, i))),
         )
     }
 
@@ -455,7 +475,11 @@ fn labels(w: &Windows) -> Vec<Label> {
         .copied()
         .filter(|&g| !loads(g) && length(g) >= PAUSE_MIN_NS)
         .collect();
-    let recurring = long.len() >= RECURRING_GAPS
+    let rare = long.len() <= RARE_GAPS
+        && long
+            .windows(2)
+            .all(|p| (p[0].1 + 1..p[1].0).filter(|&i| working[i]).count() >= STEPS_BETWEEN_PAUSES);
+    let recurring = !rare
         && total(long.iter().map(|&g| length(g))) as f64
             >= RECURRING_SHARE * length((first, last)) as f64;
     for &g in &gaps {
@@ -651,7 +675,7 @@ fn steady_state(
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
             for d in &t.devices {
-                let observed = at(&d.observed_ns, i);
+                let observed = accounted_ns(d, i);
                 if observed == 0 {
                     continue;
                 }
@@ -756,6 +780,15 @@ pub mod fixtures {
         vec![w; n]
     }
 
+    /// Gives `p`'s first process the timeline `t`, the process running from its first
+    /// window to its last.
+    pub fn attach(p: &mut crate::profile::Profile, t: Timeline) {
+        let me = &mut p.processes[0];
+        me.start_unix_ns = t.start_unix_ns;
+        me.stop_unix_ns = t.start_unix_ns + t.host.calls.len() as u64 * t.window_ns;
+        me.timeline = Some(Box::new(t));
+    }
+
     /// A timeline of 10 ms windows; with `gpu`, one device observed all the time.
     pub fn timeline(windows: &[W], gpu: bool) -> Timeline {
         let col = |f: fn(&W) -> u64| windows.iter().map(f).collect::<Vec<u64>>();
@@ -804,12 +837,8 @@ mod tests {
     /// A profile of one process running `windows` (started at the timeline's start,
     /// dumped at its end).
     fn profile(t: Timeline) -> Profile {
-        let n = t.host.calls.len() as u64;
-        let mut p = run(n as f64 * 0.01).build();
-        let me = &mut p.processes[0];
-        me.start_unix_ns = T0;
-        me.stop_unix_ns = T0 + n * 10 * MS;
-        me.timeline = Some(Box::new(t));
+        let mut p = run(t.host.calls.len() as f64 * 0.01).build();
+        attach(&mut p, t);
         p
     }
 
@@ -940,6 +969,38 @@ mod tests {
             "{:?}",
             a.phases
         );
+        // Three 250 ms checkpoints, each after 140 ms of steps (a short loop of
+        // examples/staged.py healthy-pauses): rare, with many steps between, so pauses,
+        // though they take more than half the loop.
+        let mut w = times(14, LOOP);
+        for _ in 0..3 {
+            w.extend(times(25, QUIET));
+            w.extend(times(14, LOOP));
+        }
+        let a = time_axis(&profile(timeline(&w, false))).unwrap();
+        assert_eq!(
+            kinds(&a)
+                .iter()
+                .map(|&(kind, _, start, _)| (kind, start))
+                .collect::<Vec<_>>(),
+            [
+                (PhaseKind::Steady, 0),
+                (PhaseKind::Pause, 140),
+                (PhaseKind::Steady, 390),
+                (PhaseKind::Pause, 530),
+                (PhaseKind::Steady, 780),
+                (PhaseKind::Pause, 920),
+                (PhaseKind::Steady, 1170),
+            ]
+        );
+        // The same three gaps with one step (two windows) between them are the loop's.
+        let mut w = times(2, LOOP);
+        for _ in 0..3 {
+            w.extend(times(25, QUIET));
+            w.extend(times(2, LOOP));
+        }
+        let a = time_axis(&profile(timeline(&w, false))).unwrap();
+        assert_eq!(kinds(&a), [(PhaseKind::Steady, None, 0, 830)]);
         // One such gap in a long loop is a pause without a name.
         let mut w = times(40, LOOP);
         w.extend(times(15, QUIET));
@@ -995,12 +1056,39 @@ mod tests {
     }
 
     #[test]
-    fn sampled_device_time_is_scaled_to_the_window() {
-        let mut t = timeline(&times(10, LOOP), true);
-        t.devices[0].observed_ns = vec![MS; 10];
-        t.devices[0].idle_ns[0].ns = vec![MS / 2; 10];
-        let g = steady(&profile(t)).unwrap().gpu.unwrap();
-        assert_eq!(g.idle[&IdleKind::AfterSync], 50 * MS);
+    fn shares_are_of_the_device_time_accounted_for() {
+        // 10 loop windows (busy 6 ms, idle 3 + 1 ms); 4 more observed 10 ms but with
+        // neither busy nor idle time (a sampling period that saw no record); 6 in which
+        // CUPTI accounted for 1 ms of the 10 observed (busy 0.6, idle 0.3 + 0.1).
+        let mut w = times(10, LOOP);
+        w.extend(times(
+            4,
+            W {
+                busy_ns: 0,
+                idle_after_sync: 0,
+                idle_host: 0,
+                ..LOOP
+            },
+        ));
+        w.extend(times(
+            6,
+            W {
+                busy_ns: 600_000,
+                idle_after_sync: 300_000,
+                idle_host: 100_000,
+                ..LOOP
+            },
+        ));
+        let s = steady(&profile(timeline(&w, true))).unwrap();
+        assert_eq!(s.ns, 200 * MS);
+        let g = s.gpu.unwrap();
+        // The 16 accounted windows, each scaled to its 10 ms: 96 ms busy, 48 + 16 ms idle.
+        assert_eq!((g.ns, g.busy_ns), (160 * MS, 96 * MS));
+        assert_eq!(
+            g.idle,
+            BTreeMap::from([(IdleKind::AfterSync, 48 * MS), (IdleKind::Host, 16 * MS)])
+        );
+        assert!((g.share(IdleKind::AfterSync) - 0.3).abs() < 1e-9);
     }
 
     #[test]

@@ -20,6 +20,14 @@ pub fn telemetries(p: &Profile) -> impl Iterator<Item = (&Device, &Telemetry)> {
         .filter_map(|(_, d)| d.telemetry.as_ref().map(|t| (d, t)))
 }
 
+/// The host link's peak one-direction bandwidth: the PCIe link as NVML read it on the
+/// first device that has it, else 25 GB/s (PCIe gen4 x16 in practice).
+pub fn link_peak_bytes_per_s(p: &Profile) -> f64 {
+    p.gpu_devices()
+        .find_map(|(_, d)| d.facts.as_ref()?.pcie.peak_bytes_per_s())
+        .unwrap_or(25e9)
+}
+
 /// Idle gaps at least this long count as the GPU waiting for the host's next batch.
 pub const STARVED_GAP_NS: u64 = 1_000_000;
 

@@ -30,13 +30,19 @@ time less SM-active time), the small grids' share of it; elsewhere an upper boun
 each top kernel with small grids, its time times the share of SMs it left idle, as if the
 work spread over the whole GPU.
 
+With a timeline (dumps of schema 2) and its GPU side, the impact is the share of the
+steady state the GPU was busy, times the share of the run's busy time with SMs idle that
+the small grids account for (as above): the whole run's span holds start-up and JIT
+compiles (a Triton loop's first step), which would dilute it. On the H200's 4-block
+Triton loop, 93 % busy and 97 % of it with SMs idle: 90 %, where the span gave 6 %.
+
 Fix: larger batches, or fuse work into fewer, larger kernels. Split-K and persistent
 kernels for matrix work."
     }
     fn check(&self, p: &Profile) -> Outcome {
         let mut any = false;
         let mut estimated = false;
-        let (mut small, mut kernel, mut saving, mut span) = (0u64, 0u64, 0.0, 0u64);
+        let (mut small, mut kernel, mut busy, mut saving, mut span) = (0u64, 0u64, 0u64, 0.0, 0u64);
         for (_, d, a) in p.gpu_activity() {
             let Some(sms) = d.facts.as_ref().and_then(|f| f.sm_count) else {
                 continue;
@@ -45,6 +51,7 @@ kernels for matrix work."
             let small_ns = small_grid(a, sms).1;
             small += small_ns;
             kernel += a.kernel_ns;
+            busy += a.busy_ns;
             span += a.working_span_ns();
             saving += match device_shares(d).and_then(|s| s.sm_active_share) {
                 Some(active) if a.kernel_ns > 0 => {
@@ -69,7 +76,12 @@ kernels for matrix work."
         if small_share < SMALL_GRID_SHARE {
             return Outcome::Clear;
         }
-        let impact = saving / span.max(p.steady_ns()) as f64;
+        // With a steady state, the busy share of it whose SMs the small grids left idle;
+        // the whole run's span holds start-up and JIT compiles, which would dilute it.
+        let impact = match crate::phases::steady(p).and_then(|s| s.gpu) {
+            Some(g) => share(g.busy_ns, g.ns) * (saving / busy.max(1) as f64).min(1.0),
+            None => saving / span.max(p.steady_ns()) as f64,
+        };
         let finding = Finding::new(
             self,
             impact,
@@ -156,6 +168,33 @@ mod tests {
             gpu(h200(), Some(gpm_telemetry(3.0, 0.0, 1.0)), Some(a)),
         ));
         assert!((f.impact - 0.484).abs() < 1e-6, "{}", f.impact);
+    }
+
+    #[test]
+    fn with_a_timeline_the_impact_is_the_steady_busy_time_with_sms_idle() {
+        use crate::diagnose::synthetic::run;
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
+        // The 4-block loop of `with_gpm_...` (97 % of its busy time with SMs idle), whose
+        // steady state is 20 windows busy 9 ms of every 10.
+        let mut a = activity(9.98);
+        a.grid_blocks = vec![GridBlocks {
+            bucket: 4,
+            kernels: 1000,
+            ns: a.kernel_ns,
+        }];
+        let mut p = run(10.0)
+            .gpu(gpu(h200(), Some(gpm_telemetry(3.0, 0.0, 1.0)), Some(a)))
+            .build();
+        let w = W {
+            launches: 2,
+            busy_ns: 9 * MS,
+            idle_host: MS,
+            ..W::default()
+        };
+        attach(&mut p, timeline(&times(20, w), true));
+        let f = found(SmallGrid.check(&p));
+        let expected = 0.9 * (9.98 - 0.3) / 9.98;
+        assert!((f.impact - expected).abs() < 1e-6, "{}", f.impact);
     }
 
     #[test]

@@ -52,10 +52,7 @@ explicit device allocations and copies."
         if cpu + gpu == 0 {
             return Outcome::Clear;
         }
-        let peak = p
-            .gpu_devices()
-            .find_map(|(_, d)| d.facts.as_ref()?.pcie.peak_bytes_per_s())
-            .unwrap_or(25e9);
+        let peak = link_peak_bytes_per_s(p);
         let span: u64 = p.gpu_activity().map(|(_, _, a)| a.working_span_ns()).sum();
         let cost_ns = migrated as f64 / peak * 1e9
             + gpu as f64 * GPU_FAULT_GROUP_NS

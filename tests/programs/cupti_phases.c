@@ -1,9 +1,10 @@
 /* A short script's time axis through the fake driver and the fake libcupti: the program
  * emits the GPU's kernel records itself. Waits for gpuspy's CUPTI, then:
  *   "stall": 15 module loads (1.5 s with FAKECUDA_DELAY_NS=cuModuleLoadData=100000000),
- *            then 200 steps of a 1 ms kernel, a sync that returns as it ends (give
- *            cuStreamSynchronize 1 ms) and 3.5 ms of host work with nothing queued: the
- *            .item()-then-host-work loop;
+ *            then 200 steps of a 3 ms kernel, a sync that returns as it ends (give
+ *            cuStreamSynchronize 3 ms) and 3.5 ms of host work with nothing queued: the
+ *            .item()-then-host-work loop, whose GPU and host work are alike, so that
+ *            removing the sync would save about the kernel's 3 ms of 6.5;
  *   "quiet": 400 steps of 2 ms of host pacing under 3 ms kernels: the GPU never idles.
  * Start-up is whatever cuInit is given (FAKECUDA_DELAY_NS=cuInit=...). */
 #include <string.h>
@@ -42,7 +43,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 15; i++) cuModuleLoadData(&module, image);
         for (int step = 0; step < 200; step++) {
             unsigned long long t = fakecupti_now();
-            fakecupti_kernel(0, t, t + MS, 132, "step_kernel");
+            fakecupti_kernel(0, t, t + 3 * MS, 132, "step_kernel");
             cuLaunchKernel(0, 132, 1, 1, 256, 1, 1, 0, 0, 0, 0);
             cuStreamSynchronize(0);
             work(3500000);
