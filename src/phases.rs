@@ -129,13 +129,15 @@ pub struct ProcessAxis {
     steady: Vec<bool>,
 }
 
-/// The steady state's GPU side: device time accounted for (busy plus idle, scaled to whole
-/// windows; windows with none are left out), busy and idle time per cause, summed over
-/// devices.
+/// The steady state's GPU side: device time accounted for (busy, transfer and idle, scaled
+/// to whole windows; windows with none are left out), busy, transfer and idle time per
+/// cause, summed over devices.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SteadyGpu {
     pub ns: u64,
     pub busy_ns: u64,
+    /// A copy or memset ran and no kernel did.
+    pub transfer_ns: u64,
     pub idle: BTreeMap<IdleKind, u64>,
 }
 
@@ -307,11 +309,12 @@ fn at(series: &[u64], i: usize) -> u64 {
     series.get(i).copied().unwrap_or(0)
 }
 
-/// The device time of window `i` that CUPTI accounted for: busy plus idle by cause. The
-/// shim's `observed_ns` can count time that is neither (sampling periods that saw no
-/// record), so shares taken over it come out too small; shares are taken over this.
+/// The device time of window `i` that CUPTI accounted for: busy, transfer and idle by
+/// cause. The shim's `observed_ns` is exactly that since transfer time was recorded; in
+/// older dumps it can also count time between sampling periods, so shares taken over it
+/// come out too small. Shares are taken over this.
 pub fn accounted_ns(d: &DeviceWindows, i: usize) -> u64 {
-    at(&d.busy_ns, i) + total(d.idle_ns.iter().map(|s| at(&s.ns, i)))
+    at(&d.busy_ns, i) + at(&d.transfer_ns, i) + total(d.idle_ns.iter().map(|s| at(&s.ns, i)))
 }
 
 /// `value * num / den` without overflow, `value` where `den` is 0.
@@ -682,6 +685,7 @@ fn steady_state(
                 let g = gpu.get_or_insert_with(SteadyGpu::default);
                 g.ns += len;
                 g.busy_ns += scale(at(&d.busy_ns, i), len, observed);
+                g.transfer_ns += scale(at(&d.transfer_ns, i), len, observed);
                 for series in &d.idle_ns {
                     let kind = match series.cause {
                         IdleCause::AfterSync => IdleKind::AfterSync,

@@ -188,7 +188,10 @@ impl Amounts {
             }
             for d in &t.devices {
                 on(&mut a.busy, &d.busy_ns);
-                on(&mut a.observed, &d.observed_ns);
+                let accounted: Vec<u64> = (0..d.observed_ns.len())
+                    .map(|i| crate::phases::accounted_ns(d, i))
+                    .collect();
+                on(&mut a.observed, &accounted);
                 for c in &d.idle_ns {
                     on(a.idle.entry(c.cause).or_insert_with(|| g.zeros()), &c.ns);
                 }
