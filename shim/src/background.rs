@@ -3,9 +3,8 @@
 //! kernel never picks one of them to run the program's (or our) handlers, and they run at
 //! the lowest priority, so that on a core the program keeps busy they get only the time it
 //! leaves (a nice-19 thread gets 1.5 % of a contended core against a nice-0 one). On the
-//! H200 the collector used 25-30 ms of CPU in a whole short run (`gpu.collector_cpu_ns`,
-//! bench/results/gpu-2026-11-30-phases-2), most of it opening NVML and CUPTI: about the
-//! +8 % that 0.3 s loops pinned to one core with it showed at the default priority
+//! H200 the collector's one-off start (opening NVML and CUPTI, about 25 ms of CPU) cost a
+//! 0.3 s loop pinned to the same core +8 % at the default priority
 //! (bench/results/gpu-2026-11-30-overhead-modes). Threads they create (CUPTI's) inherit
 //! both.
 
