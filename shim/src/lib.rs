@@ -25,7 +25,6 @@
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod background;
 mod clock;
 mod config;
 mod doors;

@@ -14,7 +14,7 @@
 //! `GPUSPY_FLUSH_S` seconds, and by the writer thread when a signal is about to end the
 //! process. A fork child starts from zero.
 
-use crate::{background, clock, dump, record, signals, unwrapped};
+use crate::{clock, dump, record, signals, unwrapped};
 use gpuspy_format::Ending;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::time::Duration;
@@ -216,7 +216,7 @@ fn start_writer() {
     }
     let flush_every = config().and_then(|c| c.flush_every);
     let generation = GENERATION.load(Relaxed);
-    let spawned = background::spawn("gpuspy-writer", move || {
+    let spawned = signals::spawn_without_signals("gpuspy-writer", move || {
         writer(fds[0], flush_every, generation)
     });
     if spawned {

@@ -146,3 +146,24 @@ pub unsafe extern "C" fn raise(signal: c_int) -> c_int {
         None => -1,
     }
 }
+
+/// Spawns a gpuspy thread with every signal blocked that the program could be sent, so
+/// that the kernel never picks it to run the program's (or our) handlers. Returns whether
+/// the thread started.
+pub fn spawn_without_signals(name: &str, f: impl FnOnce() + Send + 'static) -> bool {
+    // SAFETY: sigset_t values filled by sigfillset/sigdelset; the caller's mask is restored
+    // right after the spawn (a new thread inherits its creator's mask).
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut block);
+        // Faults are the thread's own doing and must stay deliverable.
+        for fault in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL] {
+            libc::sigdelset(&mut block, fault);
+        }
+        let mut previous: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut previous);
+        let spawned = std::thread::Builder::new().name(name.into()).spawn(f);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+        spawned.is_ok()
+    }
+}

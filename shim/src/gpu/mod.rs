@@ -83,7 +83,7 @@ pub fn on_driver_ready() {
     if let Ok(mut state) = STATE.lock() {
         *state = Some(State::default());
     }
-    if !crate::background::spawn("gpuspy-gpu", run) {
+    if !crate::signals::spawn_without_signals("gpuspy-gpu", run) {
         set_status(|s| {
             s.nvml.note = "could not start the gpuspy thread".into();
             s.cupti.note = s.nvml.note.clone();
