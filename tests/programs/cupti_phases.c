@@ -2,10 +2,11 @@
  * emits the GPU's kernel records itself. Waits for gpuspy's CUPTI, then:
  *   "stall": 15 module loads (1.5 s with FAKECUDA_DELAY_NS=cuModuleLoadData=100000000),
  *            then 200 steps of a 3 ms kernel, a sync that returns as it ends (give
- *            cuStreamSynchronize 3 ms) and 3.5 ms of host work with nothing queued: the
+ *            cuStreamSynchronize 3 ms) and 5 ms of host work with nothing queued: the
  *            .item()-then-host-work loop, whose GPU and host work are alike, so that
- *            removing the sync would save about the kernel's 3 ms of 6.5;
- *   "quiet": 400 steps of 2 ms of host pacing under 3 ms kernels: the GPU never idles.
+ *            removing the sync would save about the kernel's 3 ms of 8;
+ *   "quiet": 400 steps of 3 ms kernels queued back to back, the host launching each while
+ *            10 ms of work are queued: the GPU never idles.
  * Start-up is whatever cuInit is given (FAKECUDA_DELAY_NS=cuInit=...). */
 #include <string.h>
 #include <time.h>
@@ -42,18 +43,27 @@ int main(int argc, char **argv) {
         static const char image[] = "fatbin";
         for (int i = 0; i < 15; i++) cuModuleLoadData(&module, image);
         for (int step = 0; step < 200; step++) {
+            /* The kernel runs from its launch until the sync returns, as on a GPU: the idle
+             * gap opens at the sync's return however late a loaded machine wakes it. */
             unsigned long long t = fakecupti_now();
-            fakecupti_kernel(0, t, t + 3 * MS, 132, "step_kernel");
             cuLaunchKernel(0, 132, 1, 1, 256, 1, 1, 0, 0, 0, 0);
             cuStreamSynchronize(0);
-            work(3500000);
+            fakecupti_kernel(0, t, fakecupti_now(), 132, "step_kernel");
+            work(5 * MS);
         }
     } else {
+        /* A queue as a GPU keeps one: each kernel starts when the one before ends, and the
+         * host launches the next while 10 ms of work are still queued, so a preemption of
+         * the host shorter than that (a loaded CI machine) leaves the GPU no gap. */
+        unsigned long long queued_to = 0;
         for (int step = 0; step < 400; step++) {
             unsigned long long t = fakecupti_now();
-            fakecupti_kernel(0, t, t + 3 * MS, 132, "step_kernel");
+            unsigned long long start = queued_to > t ? queued_to : t;
+            queued_to = start + 3 * MS;
+            fakecupti_kernel(0, start, queued_to, 132, "step_kernel");
             cuLaunchKernel(0, 132, 1, 1, 256, 1, 1, 0, 0, 0, 0);
-            work(2 * MS);
+            while (fakecupti_now() + 10 * MS < queued_to) {
+            }
         }
     }
     return 0;
