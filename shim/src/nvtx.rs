@@ -865,3 +865,268 @@ pub fn on_fork_child() {
     let pushed = RING.pushed.load(Relaxed);
     COLLECTOR.lock().read = pushed;
 }
+
+/// One copy of nvtx3 as the shim sees it (nvtxImpl.h's tables and export getter), for the
+/// tests: `install` runs `InitializeInjectionNvtx2` on it, `slot` reads what it installed.
+#[cfg(test)]
+pub mod fake_copy {
+    use super::*;
+    use std::sync::atomic::AtomicPtr;
+
+    const SIZE: usize = 16;
+    static SLOTS: [[AtomicPtr<c_void>; SIZE + 1]; 2] =
+        [const { [const { AtomicPtr::new(std::ptr::null_mut()) }; SIZE + 1] }; 2];
+    static TABLES: [[AtomicPtr<AtomicPtr<c_void>>; SIZE + 1]; 2] =
+        [const { [const { AtomicPtr::new(std::ptr::null_mut()) }; SIZE + 1] }; 2];
+
+    unsafe extern "C" fn get_module_function_table(
+        module: u32,
+        out_table: *mut *mut *mut *const c_void,
+        out_size: *mut c_uint,
+    ) -> c_int {
+        let m = match module {
+            NVTX_CB_MODULE_CORE => 0,
+            NVTX_CB_MODULE_CORE2 => 1,
+            _ => return 0,
+        };
+        for (table, slot) in TABLES[m].iter().zip(&SLOTS[m]).take(SIZE) {
+            table.store(slot as *const _ as *mut _, Relaxed);
+        }
+        // SAFETY: the shim passes valid out-pointers.
+        unsafe {
+            *out_table = TABLES[m].as_ptr() as *mut *mut *const c_void;
+            *out_size = SIZE as c_uint;
+        }
+        1
+    }
+
+    static CALLBACKS: ExportTableCallbacks = ExportTableCallbacks {
+        struct_size: std::mem::size_of::<ExportTableCallbacks>(),
+        get_module_function_table: Some(get_module_function_table),
+    };
+
+    unsafe extern "C" fn get_export_table(id: u32) -> *const c_void {
+        match id {
+            NVTX_ETID_CALLBACKS => &CALLBACKS as *const _ as *const c_void,
+            _ => std::ptr::null(),
+        }
+    }
+
+    /// Runs the injection on the copy; returns what it returned.
+    pub fn install() -> c_int {
+        // SAFETY: a getter that follows the contract.
+        unsafe { InitializeInjectionNvtx2(Some(get_export_table)) }
+    }
+
+    /// The handler installed for callback `id` of CORE (`core2` false) or CORE2.
+    pub fn slot(core2: bool, id: usize) -> *mut c_void {
+        SLOTS[usize::from(core2)][id].load(Relaxed)
+    }
+
+    pub fn push_a(name: &CStr) -> c_int {
+        // SAFETY: the RangePushA slot holds a handler of that signature.
+        unsafe {
+            std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*const c_char) -> c_int>(slot(
+                false,
+                NVTX_CBID_CORE_RANGE_PUSH_A,
+            ))(name.as_ptr())
+        }
+    }
+
+    pub fn pop() -> c_int {
+        // SAFETY: the RangePop slot holds a handler of that signature.
+        unsafe {
+            std::mem::transmute::<*mut c_void, extern "C" fn() -> c_int>(slot(
+                false,
+                NVTX_CBID_CORE_RANGE_POP,
+            ))()
+        }
+    }
+
+    pub fn start_a(name: &CStr) -> u64 {
+        // SAFETY: the RangeStartA slot holds a handler of that signature.
+        unsafe {
+            std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*const c_char) -> u64>(slot(
+                false,
+                NVTX_CBID_CORE_RANGE_START_A,
+            ))(name.as_ptr())
+        }
+    }
+
+    pub fn end(id: u64) {
+        // SAFETY: the RangeEnd slot holds a handler of that signature.
+        unsafe {
+            std::mem::transmute::<*mut c_void, extern "C" fn(u64)>(slot(
+                false,
+                NVTX_CBID_CORE_RANGE_END,
+            ))(id)
+        }
+    }
+
+    pub fn domain_push(name: &CStr) -> c_int {
+        let attributes = EventAttributes {
+            version: 3,
+            size: std::mem::size_of::<EventAttributes>() as u16,
+            category: 0,
+            color_type: 0,
+            color: 0,
+            payload_type: 0,
+            reserved0: 0,
+            payload: 0,
+            message_type: NVTX_MESSAGE_TYPE_ASCII,
+            message: name.as_ptr() as *const c_void,
+        };
+        type PushEx = unsafe extern "C" fn(*const c_void, *const EventAttributes) -> c_int;
+        // SAFETY: the DomainRangePushEx slot holds a handler of that signature.
+        unsafe {
+            std::mem::transmute::<*mut c_void, PushEx>(slot(
+                true,
+                NVTX_CBID_CORE2_DOMAIN_RANGE_PUSH_EX,
+            ))(std::ptr::null(), &attributes)
+        }
+    }
+
+    pub fn domain_pop() -> c_int {
+        // SAFETY: the DomainRangePop slot holds a handler of that signature.
+        unsafe {
+            std::mem::transmute::<*mut c_void, extern "C" fn(*const c_void) -> c_int>(slot(
+                true,
+                NVTX_CBID_CORE2_DOMAIN_RANGE_POP,
+            ))(std::ptr::null())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake_copy::{self as copy, domain_pop, domain_push, install, push_a, slot, start_a};
+    use super::*;
+
+    fn counts(name: &str) -> (u64, u64) {
+        let slot = intern(name.as_bytes());
+        let n = &NAMES[slot];
+        (n.count.load(Relaxed), n.outermost.load(Relaxed))
+    }
+
+    /// One test, run in order: the name table and the stacks are the process's.
+    #[test]
+    fn handlers_count_nest_cut_and_bound() {
+        let out = std::env::temp_dir().join(format!("gpuspy-nvtx-{}", std::process::id()));
+        std::env::set_var("GPUSPY_OUT", &out);
+        assert_eq!(install(), 1);
+        for id in [4, 5, 6, 7, 8, 9, 10, 11] {
+            assert!(!slot(false, id).is_null(), "CORE {id}");
+        }
+        for id in [2, 3, 4, 5, 10, 11] {
+            assert!(!slot(true, id).is_null(), "CORE2 {id}");
+        }
+        // Marks and names of threads and categories stay NVTX's no-ops.
+        for id in [1, 2, 3, 12, 14] {
+            assert!(slot(false, id).is_null(), "CORE {id}");
+        }
+
+        // Levels as NVTX documents them, one stack for both domains.
+        assert_eq!(push_a(c"unit-outer"), 0);
+        assert_eq!(domain_push(c"unit-inner"), 1);
+        assert_eq!(domain_pop(), 1);
+        assert_eq!(copy::pop(), 0);
+        assert_eq!(copy::pop(), -1);
+        assert_eq!(counts("unit-outer"), (1, 1));
+        assert_eq!(counts("unit-inner"), (1, 0));
+
+        // Too deep: counted as lost, the levels still right.
+        let lost = LOST.load(Relaxed);
+        for depth in 0..STACK_DEPTH + 8 {
+            assert_eq!(push_a(c"unit-deep"), depth as c_int);
+        }
+        for depth in (0..STACK_DEPTH + 8).rev() {
+            assert_eq!(copy::pop(), depth as c_int);
+        }
+        assert_eq!(LOST.load(Relaxed) - lost, 8);
+        assert_eq!(counts("unit-deep"), (STACK_DEPTH as u64, 1));
+
+        // Start/end ranges by id, each ended once; past the open slots, id 0 and lost.
+        let id = start_a(c"unit-start");
+        assert_ne!(id, 0);
+        copy::end(id);
+        copy::end(id);
+        assert_eq!(counts("unit-start"), (1, 1));
+        let ids: Vec<u64> = (0..OPEN_RANGES).map(|_| start_a(c"unit-open")).collect();
+        assert!(ids.iter().all(|&id| id != 0));
+        assert_eq!(start_a(c"unit-open"), 0);
+        ids.into_iter().for_each(copy::end);
+        assert_eq!(
+            counts("unit-open"),
+            (OPEN_RANGES as u64, OPEN_RANGES as u64)
+        );
+        assert_eq!(LOST.load(Relaxed) - lost, 9);
+
+        // Long names are cut at a character boundary: 31 two-byte characters fit in 63.
+        let long = "é".repeat(50);
+        let cut = intern(long.as_bytes());
+        assert_eq!(NAMES[cut].get(), Some("é".repeat(31).as_bytes()));
+        assert_eq!(intern("é".repeat(40).as_bytes()), cut);
+
+        // A registered string's handle finds its name again.
+        // SAFETY: a C string.
+        let handle = unsafe { register_string_a(std::ptr::null(), c"unit-registered".as_ptr()) };
+        assert_eq!(handle as usize - 1, intern(b"unit-registered"));
+
+        // The table is bounded: names past it share the last slot.
+        for i in 0..NVTX_NAMES {
+            intern(format!("unit-many-{i}").as_bytes());
+        }
+        assert_eq!(intern(b"unit-one-too-many"), OTHER);
+        assert!(NAMES[OTHER].get().is_none());
+        let _ = std::fs::remove_dir_all(out);
+    }
+
+    #[test]
+    fn the_ring_keeps_the_last_events_and_counts_the_rest() {
+        // SAFETY: all-zero bytes are valid atomics.
+        let ring: Box<Ring> = unsafe { Box::new_zeroed().assume_init() };
+        for i in 0..RING_EVENTS as u64 + 10 {
+            ring.push(3, 1, 100 + i, 200 + i);
+        }
+        let mut out = Vec::new();
+        assert_eq!(ring.read(0, &mut out), (RING_EVENTS as u64 + 10, 10));
+        assert_eq!(out.len(), RING_EVENTS);
+        assert_eq!(out[0], (3, 1, 110, 210));
+        out.clear();
+        ring.push(5, 0, 7, 9);
+        assert_eq!(ring.read(RING_EVENTS as u64 + 10, &mut out).1, 0);
+        assert_eq!(out, vec![(5, 0, 7, 9)]);
+    }
+
+    #[test]
+    fn the_collector_spreads_ranges_and_samples_the_outermost() {
+        let origin = 1_000;
+        let w = FIRST_WINDOW_NS;
+        let mut c = Collector {
+            origin,
+            window_ns: w,
+            series: vec![Vec::new(); NVTX_NAMES],
+            ..Collector::default()
+        };
+        c.file(2, 0, origin + w / 2, origin + 2 * w);
+        c.file(4, 1, origin, origin + 10);
+        for i in 0..SAMPLED_EVENTS as u64 + 4 {
+            c.file(2, 0, origin + 3 * w + i, origin + 3 * w + 2 * i);
+        }
+        assert_eq!(c.series[2][..2], [w / 2, w]);
+        assert_eq!(c.series[4], vec![10]);
+        // Depth 1 is in the windows, not in the samples.
+        assert!(c.longest.iter().chain(&c.recent).all(|e| e.0 == 2));
+        assert_eq!(c.longest[0], (2, origin + w / 2, origin + 2 * w));
+        assert_eq!(c.longest.len(), SAMPLED_EVENTS);
+        assert_eq!(c.recent.len(), SAMPLED_EVENTS);
+        assert_eq!(
+            c.recent.back().unwrap().1,
+            origin + 3 * w + SAMPLED_EVENTS as u64 + 3
+        );
+        // A range past the table's end merges it: the time stays.
+        c.file(2, 0, origin + 300 * w, origin + 300 * w + 1);
+        assert_eq!(c.window_ns, 2 * w);
+        assert_eq!(c.series[2][0], w / 2 + w);
+    }
+}
