@@ -2,7 +2,9 @@
 //! "NVTX"): which names mark one-off phases inside the loop, and what the report says
 //! about the ranges seen.
 
-use crate::phases::{is_pause_name, Phase, PhaseKind, Step, StepSource, PAUSE_MIN_NS};
+use crate::phases::{
+    is_pause_name, is_step_name, Phase, PhaseKind, Step, StepSource, PAUSE_MIN_NS,
+};
 use crate::profile::Profile;
 use gpuspy_format::timeline::{NvtxRanges, Timeline};
 use serde::Serialize;
@@ -14,13 +16,15 @@ const RARITY: u64 = 10;
 
 /// Whether ranges `r` of timeline `t` mark one-off phases: a name that says so
 /// (evaluation, checkpoint, compile), or a rare long outermost range among repeated
-/// outermost ones (Megatron's "forward-backward" 1,000 times, one "validation" of 2 s).
+/// outermost ones (Megatron's "forward-backward" 1,000 times, one "validation" of 2 s)
+/// whose name does not say it is a step.
 pub fn is_pause(t: &Timeline, r: &NvtxRanges) -> bool {
     is_pause_name(&r.name) || is_rare_and_long(t, r)
 }
 
 fn is_rare_and_long(t: &Timeline, r: &NvtxRanges) -> bool {
     r.count > 0
+        && !is_step_name(&r.name)
         && r.outermost == r.count
         && r.total_ns / r.count >= PAUSE_MIN_NS
         && t.nvtx
@@ -106,6 +110,8 @@ mod tests {
             ranges("log", 3, 3, ms),
             // Named so: a pause however often it occurs.
             ranges("checkpoint", 500, 500, 10 * ms),
+            // Long steps among many short outermost ranges stay steps.
+            ranges("train_step", 20, 20, 400 * ms),
         ];
         let pauses: Vec<&str> = t
             .nvtx

@@ -399,7 +399,7 @@ pub fn is_pause_name(name: &str) -> bool {
 }
 
 /// NVTX range names that mark one training or inference step.
-fn is_step_name(name: &str) -> bool {
+pub fn is_step_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     !is_pause_name(name) && ["step", "iter", "batch"].iter().any(|w| n.contains(w))
 }

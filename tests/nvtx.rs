@@ -140,16 +140,19 @@ fn the_shim_injects_itself_and_names_the_evaluation() {
 #[test]
 fn another_tools_injection_library_is_kept() {
     let other = "/opt/nsight-systems/target-linux-x64/libToolsInjection64.so";
-    let run = run("nvtx", &["2"], &[("NVTX_INJECTION64_PATH", other)]);
-    assert_eq!(run.stdout(), format!("injection {other}\nloaded 0\n"));
-    let t = timeline_of(run.out_dir.path());
+    let taken = run("nvtx", &["2"], &[("NVTX_INJECTION64_PATH", other)]);
+    assert_eq!(taken.stdout(), format!("injection {other}\nloaded 0\n"));
+    let t = timeline_of(taken.out_dir.path());
     assert!(t.nvtx.is_empty(), "{:?}", t.nvtx);
     assert_eq!(t.nvtx_other_tool.as_deref(), Some(other));
-    let report = run.report();
+    let report = taken.report();
     assert_eq!(report["nvtx"]["other_tool"], other);
-    assert!(report_text(&run.dumps()[0]).contains(&format!(
+    assert!(report_text(&taken.dumps()[0]).contains(&format!(
         "NVTX: none recorded: NVTX_INJECTION64_PATH names another tool ({other})"
     )));
+    // GPUSPY_DISABLE=1: the shim claims nothing either.
+    let off = run("nvtx", &["2"], &[("GPUSPY_DISABLE", "1")]);
+    assert_eq!(off.stdout(), "injection none\nloaded 0\n");
 }
 
 /// `gpuspy run` passes the shim in NVTX_INJECTION64_PATH when it is unset, and keeps a
