@@ -100,19 +100,21 @@ mod tests {
     #[test]
     fn a_rare_long_outermost_range_among_repeated_ones_is_a_pause() {
         let ms = 1_000_000;
-        let mut t = Timeline::default();
-        t.nvtx = vec![
-            ranges("forward-backward", 1_000, 1_000, 50 * ms),
-            ranges("validation", 2, 2, 2_000 * ms),
-            // Nested: not an exception to the loop, part of a step.
-            ranges("allreduce", 2, 0, 500 * ms),
-            // Short: a marker, not a phase.
-            ranges("log", 3, 3, ms),
-            // Named so: a pause however often it occurs.
-            ranges("checkpoint", 500, 500, 10 * ms),
-            // Long steps among many short outermost ranges stay steps.
-            ranges("train_step", 20, 20, 400 * ms),
-        ];
+        let mut t = Timeline {
+            nvtx: vec![
+                ranges("forward-backward", 1_000, 1_000, 50 * ms),
+                ranges("validation", 2, 2, 2_000 * ms),
+                // Nested: not an exception to the loop, part of a step.
+                ranges("allreduce", 2, 0, 500 * ms),
+                // Short: a marker, not a phase.
+                ranges("log", 3, 3, ms),
+                // Named so: a pause however often it occurs.
+                ranges("checkpoint", 500, 500, 10 * ms),
+                // Long steps among many short outermost ranges stay steps.
+                ranges("train_step", 20, 20, 400 * ms),
+            ],
+            ..Timeline::default()
+        };
         let pauses: Vec<&str> = t
             .nvtx
             .iter()
