@@ -1081,6 +1081,46 @@ mod tests {
         let _ = std::fs::remove_dir_all(out);
     }
 
+    /// A measurement, not a check: the cost of a push/pop pair (outermost, so it goes
+    /// through the ring too) and of a start/end pair, on one thread.
+    /// `cargo test --release -p gpuspy-shim handler_cost -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn handler_cost() {
+        let out = std::env::temp_dir().join(format!("gpuspy-nvtx-cost-{}", std::process::id()));
+        std::env::set_var("GPUSPY_OUT", &out);
+        assert_eq!(install(), 1);
+        let n = 1_000_000;
+        let time = |f: &dyn Fn()| {
+            let t0 = std::time::Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            t0.elapsed().as_nanos() as f64 / n as f64
+        };
+        time(&|| {
+            push_a(c"cost-step");
+            copy::pop();
+        });
+        let push_pop = time(&|| {
+            push_a(c"cost-step");
+            copy::pop();
+        });
+        let nested = time(&|| {
+            push_a(c"cost-step");
+            push_a(c"cost-inner");
+            push_a(c"cost-deep");
+            copy::pop();
+            copy::pop();
+            copy::pop();
+        });
+        let start_end = time(&|| copy::end(start_a(c"cost-start")));
+        println!(
+            "push+pop {push_pop:.1} ns, three nested push+pop {nested:.1} ns, start+end {start_end:.1} ns"
+        );
+        let _ = std::fs::remove_dir_all(out);
+    }
+
     #[test]
     fn the_ring_keeps_the_last_events_and_counts_the_rest() {
         // SAFETY: all-zero bytes are valid atomics.
