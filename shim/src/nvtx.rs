@@ -387,11 +387,16 @@ fn intern(name: &[u8]) -> usize {
     let hash = name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     }) | 1;
-    let claimed = CLAIMED.load(Acquire).min(OTHER);
-    for (i, slot) in NAMES.iter().enumerate().take(claimed) {
+    let claimed = CLAIMED.load(Acquire);
+    for (i, slot) in NAMES.iter().enumerate().take(claimed.min(OTHER)) {
         if slot.hash.load(Relaxed) == hash && slot.get() == Some(name) {
             return i;
         }
+    }
+    // A full table is not written again: a flood of new names (`emit_nvtx`'s per-op
+    // strings) leaves the shared counter's cache line alone.
+    if claimed >= OTHER {
+        return OTHER;
     }
     let i = CLAIMED.fetch_add(1, AcqRel);
     let Some(slot) = NAMES.get(i).filter(|_| i < OTHER) else {
