@@ -3,7 +3,7 @@ the fixed version of each problem. Written the way people write them: imports, m
 set-up, a few warm-up steps (a Triton JIT where it fits), then the loop. Each prints
 `loop_s <seconds>` for its loop and `step_s <seconds>` per step.
 
-    python3 examples/staged.py MODE [--form short|long|default]
+    python3 examples/staged.py MODE [--form short|long|default] [--nvtx]
 
 `short` is a loop of at most about 0.5 s after the set-up, `long` one of 5 s or more;
 `default` keeps the step counts bench/gpu/diagnose.sh has always used.
@@ -23,6 +23,10 @@ Modes, the first finding each should get, and the fix (bench/gpu/phases.sh check
     healthy-graph     a captured step replayed as a CUDA graph             -> no warning
     healthy-pauses    a matmul loop with a checkpoint pause every quarter -> no warning (the pauses are phases)
     healthy-compile   a torch.compile'd MLP: compile in the first steps   -> no warning (the compile is a phase)
+
+`--nvtx` (healthy-pauses) wraps each step in `torch.cuda.nvtx.range_push("step")` /
+`range_pop()` and each checkpoint in a "checkpoint" range: gpuspy, the NVTX injection
+library, names the pauses and the step from them (docs/design.md, "NVTX").
 
 um-* and small-grid need CuPy; the modes that judge kernels need CUPTI activity (on by
 default; torch's import loads libcupti, which CuPy's modes then find).
@@ -336,9 +340,11 @@ def healthy_graph():
     return loop
 
 
-def healthy_pauses():
+def healthy_pauses(nvtx):
     # GPU-bound matmul steps with a checkpoint every quarter of the loop: the weights
-    # copied to the host and written out, 0.2 s of host time each.
+    # copied to the host and written out, 0.2 s of host time each. With `nvtx`, the steps
+    # and the checkpoints are NVTX ranges.
+    import contextlib
     import pickle
     import tempfile
 
@@ -352,11 +358,19 @@ def healthy_pauses():
             pickle.dump(state, f)
         busy_host(0.2)
 
+    def named(name):
+        return torch.cuda.nvtx.range(name) if nvtx else contextlib.nullcontext()
+
     def loop(n):
         for i in range(n):
+            if nvtx:
+                torch.cuda.nvtx.range_push("step")
             torch.matmul(a, b)
+            if nvtx:
+                torch.cuda.nvtx.range_pop()
             if (i + 1) % (n // 4) == 0 and i + 1 < n:
-                checkpoint()
+                with named("checkpoint"):
+                    checkpoint()
     return loop
 
 
@@ -375,6 +389,9 @@ def healthy_compile():
                 compiled(x)
     return loop
 
+
+# Set by --nvtx: the modes that support it mark their steps and pauses with NVTX ranges.
+NVTX = False
 
 # mode -> (steps key, set-up returning the loop, environment it runs with: set here,
 # before CUDA initialises, so every runner gets it right)
@@ -401,7 +418,7 @@ MODES = {
     "slow-startup-fixed": ("startup", one_op, {"CUDA_MODULE_LOADING": "LAZY"}),
     "healthy-matmul": ("matmul", healthy_matmul, {}),
     "healthy-graph": ("graph", healthy_graph, {}),
-    "healthy-pauses": ("pauses", healthy_pauses, {}),
+    "healthy-pauses": ("pauses", lambda: healthy_pauses(NVTX), {}),
     "healthy-compile": ("compile", healthy_compile, {}),
 }
 
@@ -410,7 +427,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("mode", choices=MODES)
     p.add_argument("--form", choices=FORM, default="default")
+    p.add_argument("--nvtx", action="store_true", help="NVTX ranges around steps and pauses (healthy-pauses)")
     args = p.parse_args()
+    global NVTX
+    NVTX = args.nvtx
     key, setup, env = MODES[args.mode]
     os.environ.update(env)
     timed(setup(), STEPS[key][FORM[args.form]])

@@ -21,6 +21,9 @@ use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+/// The variable through which NVTX finds its injection library (NVIDIA/NVTX nvtxInit.h).
+const NVTX_INJECTION: &str = "NVTX_INJECTION64_PATH";
 use std::process::{Command, ExitCode};
 
 /// Where `gpuspy run` finds libgpuspy.so: `GPUSPY_SHIM`, else beside this binary (a cargo
@@ -123,6 +126,11 @@ pub fn run(
         .env("GPUSPY_RUN_TOKEN", &token);
     if let Some(dir) = &prom {
         child.env("GPUSPY_PROM_DIR", dir);
+    }
+    // NVTX ranges come to the shim as their injection library, unless another tool (nsys, a
+    // user) owns the variable: that tool keeps them (docs/design.md, "NVTX").
+    if std::env::var_os(NVTX_INJECTION).is_none_or(|v| v.is_empty()) {
+        child.env(NVTX_INJECTION, &shim);
     }
     if let Some(JsonTo::Stdout) = json {
         // stdout is the JSON document's alone.

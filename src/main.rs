@@ -20,6 +20,7 @@ mod gpm;
 mod hangs;
 mod kernels;
 mod load;
+mod nvtx;
 mod phases;
 mod profile;
 mod render_html;

@@ -393,20 +393,20 @@ impl<'a> Windows<'a> {
         at(metric, i) > 0 || self.blocked(i) as f64 >= floor || self.busy(i) as f64 >= floor
     }
 
-    /// The name of a pause-like NVTX range (evaluation, checkpoint, compile) covering at
-    /// least half of window `i`.
+    /// The name of a pause-like NVTX range (evaluation, checkpoint, compile: `nvtx::is_pause`)
+    /// covering at least half of window `i`.
     fn nvtx_pause(&self, i: usize) -> Option<&'a str> {
         self.t
             .nvtx
             .iter()
-            .filter(|r| is_pause_name(&r.name))
+            .filter(|r| crate::nvtx::is_pause(self.t, r))
             .find(|r| 2 * at(&r.ns, i) >= self.len(i))
             .map(|r| r.name.as_str())
     }
 }
 
 /// NVTX range names that mark one-off phases inside the loop.
-fn is_pause_name(name: &str) -> bool {
+pub fn is_pause_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     [
         "eval",
@@ -422,7 +422,7 @@ fn is_pause_name(name: &str) -> bool {
 }
 
 /// NVTX range names that mark one training or inference step.
-fn is_step_name(name: &str) -> bool {
+pub fn is_step_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     !is_pause_name(name) && ["step", "iter", "batch"].iter().any(|w| n.contains(w))
 }

@@ -266,6 +266,9 @@ fn phases(out: &mut String, r: &Report) {
             r.phases.len() - PHASES_SHOWN
         );
     }
+    if let Some(n) = &r.nvtx {
+        let _ = writeln!(out, "  {}", nvtx_line(n));
+    }
     if let Some(st) = &r.startup {
         let _ = writeln!(
             out,
@@ -310,6 +313,28 @@ fn phases(out: &mut String, r: &Report) {
         );
     }
     let _ = writeln!(out, "{line}");
+}
+
+/// What the program's NVTX ranges gave the phases.
+fn nvtx_line(n: &crate::nvtx::Summary) -> String {
+    if let Some(tool) = &n.other_tool {
+        return format!("NVTX: none recorded: NVTX_INJECTION64_PATH names another tool ({tool})");
+    }
+    let quoted = |names: &[String]| {
+        let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+        q.join(", ")
+    };
+    let mut line = format!("NVTX: {} ranges of {} names", n.ranges, n.names);
+    if !n.steps.is_empty() {
+        let _ = write!(line, "; steps {}", quoted(&n.steps));
+    }
+    if !n.pauses.is_empty() {
+        let _ = write!(line, ", pauses {}", quoted(&n.pauses));
+    }
+    if n.lost > 0 {
+        let _ = write!(line, " ({} not recorded in full)", n.lost);
+    }
+    line
 }
 
 /// Process-devices shown in the GPU section; the rest are in `--json`.

@@ -78,6 +78,8 @@ pub struct Report<'a> {
     pub unwrapped_symbols: &'a [String],
     /// The time axis, plot-ready (src/timelines.rs); None when no dump has one.
     pub timelines: Option<Timelines>,
+    /// The program's NVTX ranges as phases see them; None without NVTX (src/nvtx.rs).
+    pub nvtx: Option<crate::nvtx::Summary>,
 }
 
 /// The per-API rows, made as they are written or read (`rows`) rather than held: a hostile
@@ -650,6 +652,10 @@ impl<'a> Report<'a> {
             },
             unwrapped_symbols: &p.unwrapped,
             timelines: timelines(&p.processes),
+            nvtx: axis.and_then(|x| {
+                let step = x.steady.as_ref().and_then(|s| s.step.as_ref());
+                crate::nvtx::summary(p, &x.phases, step)
+            }),
         }
     }
 }

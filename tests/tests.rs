@@ -31,6 +31,8 @@ mod lifecycle;
 /// Merging crafted dumps: each once, a process's images as one, the job's span,
 /// saturating counts, redacted secrets, dumps planted by another user.
 mod merging;
+/// NVTX ranges through the shim as injection library: counts, named pauses, other tools.
+mod nvtx;
 /// Phases, the steady state and the cause of GPU idle time, on crafted schema-2 dumps.
 mod phases;
 /// Distributed jobs: rank naming, stragglers, scale.

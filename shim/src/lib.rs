@@ -39,6 +39,7 @@ mod hostmem;
 mod launch;
 mod lifecycle;
 mod nccl;
+mod nvtx;
 mod pystack;
 mod record;
 mod resolve;

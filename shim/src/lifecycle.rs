@@ -40,7 +40,9 @@ pub fn start_unix_ns() -> u64 {
 /// At load: the environment and the working directory as the program was started with them.
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {
-    crate::config::load();
+    if crate::config::load().enabled {
+        crate::nvtx::claim_injection();
+    }
     crate::exec::NEXT.resolve();
     signals::NEXT.resolve();
 }
@@ -191,6 +193,7 @@ extern "C" fn on_fork_child() {
     record::reset_arena();
     crate::timeline::on_fork_child();
     crate::events::on_fork_child();
+    crate::nvtx::on_fork_child();
     unwrapped::reset();
     crate::nccl::reset();
     crate::pystack::reset();

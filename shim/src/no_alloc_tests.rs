@@ -172,3 +172,45 @@ fn hot_path_does_not_allocate() {
     assert_eq!(calls("ncclAllReduce"), Some(80_000));
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// The NVTX handlers never allocate either, new names and cross-thread ranges included.
+#[test]
+fn nvtx_handlers_do_not_allocate() {
+    use crate::nvtx::fake_copy::*;
+    let out = std::env::temp_dir().join(format!("gpuspy-noalloc-nvtx-{}", std::process::id()));
+    std::env::set_var("GPUSPY_OUT", &out);
+    assert_eq!(install(), 1);
+    // The first call starts the recorder (cold, allocating once per process).
+    push_a(c"warm-up");
+    pop();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let names = [c"noalloc-a", c"noalloc-b", c"noalloc-c"];
+                COUNTING.with(|c| c.set(true));
+                let mut levels = [0; 4];
+                for i in 0..10_000 {
+                    let level = push_a(names[(i + t) % 3]);
+                    let inner = domain_push(c"noalloc-inner");
+                    let id = start_a(c"noalloc-start");
+                    end(id);
+                    if i == 0 {
+                        levels = [level, inner, domain_pop(), pop()];
+                    } else {
+                        domain_pop();
+                        pop();
+                    }
+                }
+                COUNTING.with(|c| c.set(false));
+                assert_eq!(levels, [0, 1, 1, 0]);
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(
+        ALLOCATIONS.load(Relaxed),
+        0,
+        "allocations in the NVTX handlers"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}

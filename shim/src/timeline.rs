@@ -351,6 +351,7 @@ pub fn tick() -> u64 {
         table.next_edge(now)
     };
     crate::events::drain();
+    crate::nvtx::drain();
     next_edge.saturating_sub(now).clamp(1, DRAIN_NS)
 }
 
@@ -380,6 +381,7 @@ pub fn assemble(mut table: Guard<'static, Table>, dump: &Dump) -> Option<Timelin
         timeline.blocking_events_lost = lost;
     }
     timeline.in_call = threads_in_call();
+    crate::nvtx::fill(&mut timeline);
     fit(&mut timeline);
     Some(timeline)
 }

@@ -49,6 +49,22 @@ pub struct Timeline {
     /// NVTX ranges the program pushed, per name (at most `NVTX_NAMES` names).
     #[serde(default)]
     pub nvtx: Vec<NvtxRanges>,
+    /// The longest outermost NVTX ranges of the run and the most recent ones (each at most
+    /// `SAMPLED_EVENTS`, longest first / oldest first): where the program's phases and steps
+    /// began and ended.
+    #[serde(default)]
+    pub nvtx_longest: Vec<NvtxEvent>,
+    #[serde(default)]
+    pub nvtx_recent: Vec<NvtxEvent>,
+    /// NVTX ranges counted in no table or only in part: nested deeper than a thread's stack,
+    /// started while every cross-thread slot was open, or overwritten in the event ring
+    /// before the shim read it.
+    #[serde(default)]
+    pub nvtx_lost: u64,
+    /// `NVTX_INJECTION64_PATH` as another tool (nsys, a user) had set it: that tool gets the
+    /// program's NVTX ranges, and gpuspy none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvtx_other_tool: Option<String>,
 }
 
 /// One thread's outermost intercepted call, not yet returned.
@@ -242,19 +258,38 @@ pub enum HostEventKind {
     Collective,
 }
 
-/// The most NVTX range names a timeline keeps; later names are counted in the last one.
+/// The most NVTX range names a timeline keeps; later names are counted in the last one,
+/// named `NVTX_OTHER`.
 pub const NVTX_NAMES: usize = 64;
+/// The name of the ranges of names past the first `NVTX_NAMES - 1`.
+pub const NVTX_OTHER: &str = "(other names)";
+/// Longer range names are cut to this many bytes (at a character boundary).
+pub const NVTX_NAME_BYTES: usize = 63;
 
 /// Ranges of one name (`torch.cuda.nvtx.range_push("forward")`, Megatron's and NeMo's).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct NvtxRanges {
     pub name: String,
+    /// Ranges of this name that ended, at any depth; `outermost` of them had no range open
+    /// around them on their thread (start/end ranges count as outermost).
     pub count: u64,
+    #[serde(default)]
+    pub outermost: u64,
     pub total_ns: u64,
     pub first_start_unix_ns: u64,
     pub last_end_unix_ns: u64,
-    /// Time inside ranges of this name, per window of the table.
+    /// Time inside ranges of this name, per window of the table: ranges at depth 0 and 1
+    /// only (deeper ones, such as `emit_nvtx`'s per-op ranges, count in `count` and
+    /// `total_ns` alone); empty when none was that shallow.
     pub ns: Vec<u64>,
+}
+
+/// One NVTX range, as its name and its span.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NvtxEvent {
+    pub name: String,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
 }
 
 /// Merges neighbouring slots pairwise: the series of a table whose window doubles.
