@@ -20,12 +20,19 @@ pub fn telemetries(p: &Profile) -> impl Iterator<Item = (&Device, &Telemetry)> {
         .filter_map(|(_, d)| d.telemetry.as_ref().map(|t| (d, t)))
 }
 
-/// The host link's peak one-direction bandwidth: the PCIe link as NVML read it on the
-/// first device that has it, else 25 GB/s (PCIe gen4 x16 in practice).
-pub fn link_peak_bytes_per_s(p: &Profile) -> f64 {
+/// The host link's peak one-direction bandwidth where NVML read the PCIe link: on the
+/// first device that has it.
+pub fn measured_link_peak_bytes_per_s(p: &Profile) -> Option<f64> {
     p.gpu_devices()
         .find_map(|(_, d)| d.facts.as_ref()?.pcie.peak_bytes_per_s())
-        .unwrap_or(25e9)
+}
+
+/// The link rate assumed where NVML did not read it: PCIe gen4 x16 in practice.
+pub const ASSUMED_LINK_BYTES_PER_S: f64 = 25e9;
+
+/// The host link's peak one-direction bandwidth, measured or else assumed.
+pub fn link_peak_bytes_per_s(p: &Profile) -> f64 {
+    measured_link_peak_bytes_per_s(p).unwrap_or(ASSUMED_LINK_BYTES_PER_S)
 }
 
 /// Idle gaps at least this long count as the GPU waiting for the host's next batch.

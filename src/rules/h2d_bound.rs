@@ -1,3 +1,4 @@
+use super::gpu_data::{measured_link_peak_bytes_per_s, ASSUMED_LINK_BYTES_PER_S};
 use crate::diagnose::{share, Finding, Layer, Outcome, Rule};
 use crate::profile::Profile;
 use gpuspy_format::{Direction, HostKind};
@@ -5,9 +6,6 @@ use gpuspy_format::{Direction, HostKind};
 /// Host-to-device copies keep the PCIe link busy.
 pub struct H2dBound;
 
-/// Assumed practical host-to-device throughput of the link (PCIe Gen4 x16) until the link's
-/// real generation and width are read from NVML.
-const ASSUMED_LINK_BYTES_PER_S: f64 = 25e9;
 const MIN_LINK_BUSY: f64 = 0.5;
 
 impl Rule for H2dBound {
@@ -21,9 +19,10 @@ impl Rule for H2dBound {
         "Host-to-device copies move so many bytes that the PCIe link is busy for much of the run.
 
 Evidence: bytes copied host-to-device (all host memory kinds) per second of the
-steady-state time, against an assumed practical link throughput of 25 GB/s (PCIe Gen4 x16).
-The rule fires when the link would be busy half the time or more. Until the link's
-generation and width are read from NVML, this finding is a heuristic.
+steady-state time, against the link's peak one-direction rate from the PCIe generation and
+width NVML read (63 GB/s for gen5 x16). The rule fires when the link would be busy half the
+time or more. Where NVML did not read the link, the rate is an assumed 25 GB/s (PCIe gen4
+x16 in practice) and the finding is a heuristic.
 
 Impact: the share of the steady-state time the link is busy with these bytes.
 
@@ -39,29 +38,34 @@ side stream)."
             .map(|&h| p.copied(Direction::HtoD, h))
             .fold((0, 0), |(n, b), (c, x)| (n + c, b + x));
         let bytes_per_s = bytes as f64 / (steady as f64 / 1e9);
-        let busy = (bytes_per_s / ASSUMED_LINK_BYTES_PER_S).min(1.0);
+        let measured = measured_link_peak_bytes_per_s(p);
+        let link = measured.unwrap_or(ASSUMED_LINK_BYTES_PER_S);
+        let busy = (bytes_per_s / link).min(1.0);
         if busy < MIN_LINK_BUSY {
             return Outcome::Clear;
         }
         let busy = share((busy * 1000.0) as u64, 1000);
-        Outcome::Found(
-            Finding::new(
-                self,
-                busy,
-                format!(
-                    "{calls} host-to-device copies moved {} at {:.1} GB/s, about {:.0} % of an assumed 25 GB/s link",
-                    crate::render_text::bytes(bytes),
-                    bytes_per_s / 1e9,
-                    busy * 100.0
-                ),
-                "Move fewer bytes: keep data on the GPU, send uint8/bf16 and convert on the GPU, decode on the GPU; overlap the rest (pinned + non_blocking + side stream).",
-            )
-            .evidence("htod_copies", calls)
-            .evidence("htod_bytes", bytes)
-            .evidence("htod_gb_per_s", (bytes_per_s / 1e8).round() / 10.0)
-            .evidence("assumed_link_gb_per_s", ASSUMED_LINK_BYTES_PER_S / 1e9)
-            .heuristic(),
+        let f = Finding::new(
+            self,
+            busy,
+            format!(
+                "{calls} host-to-device copies moved {} at {:.1} GB/s, about {:.0} % of {} {:.0} GB/s link",
+                crate::render_text::bytes(bytes),
+                bytes_per_s / 1e9,
+                busy * 100.0,
+                if measured.is_some() { "the" } else { "an assumed" },
+                link / 1e9
+            ),
+            "Move fewer bytes: keep data on the GPU, send uint8/bf16 and convert on the GPU, decode on the GPU; overlap the rest (pinned + non_blocking + side stream).",
         )
+        .evidence("htod_copies", calls)
+        .evidence("htod_bytes", bytes)
+        .evidence("htod_gb_per_s", (bytes_per_s / 1e8).round() / 10.0)
+        .evidence("link_gb_per_s", (link / 1e8).round() / 10.0);
+        Outcome::Found(match measured {
+            Some(_) => f,
+            None => f.heuristic(),
+        })
     }
 }
 
@@ -85,6 +89,27 @@ mod tests {
         assert!(
             f.summary
                 .starts_with("1000 host-to-device copies moved 18.6 GiB at 20.0 GB/s"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn the_link_nvml_read_is_the_yardstick() {
+        use crate::rules::gpu_data::fixtures::{gpu, h200};
+        // 50.4 GB in one second on a gen5 x16 link (63.0 GB/s): 80 %, measured.
+        let p = run(1.0)
+            .copy(Direction::HtoD, HostKind::Pinned, 1000, 50_406_400_000)
+            .gpu(gpu(h200(), None, None))
+            .build();
+        let Outcome::Found(f) = H2dBound.check(&p) else {
+            panic!("no finding")
+        };
+        assert!((f.impact - 0.8).abs() < 0.01, "{}", f.impact);
+        assert!(!f.heuristic);
+        assert_eq!(f.evidence["link_gb_per_s"], 63.0);
+        assert!(
+            f.summary.ends_with("about 80 % of the 63 GB/s link"),
             "{}",
             f.summary
         );
