@@ -106,7 +106,7 @@ impl LaunchBound {
         let impact = match &s.gpu {
             Some(g) => g.share(IdleKind::Launch),
             None if share(blocked, s.ns) >= 0.5 => return Outcome::Clear,
-            None => share(h.launch_ns.min(s.ns - blocked), s.ns),
+            None => share(h.launch_ns.min(s.ns.saturating_sub(blocked)), s.ns),
         };
         let f = Finding::new(
             self,

@@ -100,7 +100,9 @@ impl SyncStalled {
         let (run_calls, _) = run_syncs(p);
         let calls = in_steady(run_calls, blocked, s.whole.blocked_ns(&CAUSES));
         let per_s = s.per_s(calls);
-        let blocked_share = share(blocked, s.ns);
+        // Syncs are filed into the window where the writer saw them end, so the steady
+        // windows can hold a little more blocked time than their length.
+        let blocked_share = share(blocked.min(s.ns), s.ns);
         let (impact, summary) = match &s.gpu {
             Some(g) => {
                 let idle = g.share(IdleKind::AfterSync);
@@ -120,7 +122,7 @@ impl SyncStalled {
                 if per_s < MIN_SYNCS_PER_S || blocked_share < MIN_SHARE {
                     return Outcome::Clear;
                 }
-                let bound = share(blocked.min(s.ns - blocked), s.ns);
+                let bound = share(blocked.min(s.ns.saturating_sub(blocked)), s.ns);
                 (bound, format!(
                     "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; overlapping host and GPU would save at most {:.1} %",
                     blocked_share * 100.0,
@@ -347,6 +349,26 @@ mod tests {
         // 3 ms of GPU work against 6 ms of host work: overlapped, a step takes the 6 ms,
         // so 30 % comes back, not the 60 % idle.
         assert!((impact(3 * MS, 6 * MS) - 0.3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_host_always_waiting_has_nothing_to_overlap_even_when_windows_hold_more_blocked_time() {
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
+        // 20 ms syncs back to back, filed into 10 ms windows as the writer thread saw them
+        // end: the steady windows hold a little more blocked time than their length. The
+        // host does nothing else, so overlapping saves nothing (a wrapped subtraction once
+        // made it 100 %).
+        let mut p = run(0.2).sync(SyncCause::Explicit, 10, 210.0).build();
+        let w = W {
+            launches: 1,
+            blocked_ns: 10 * MS + MS / 2,
+            ..W::default()
+        };
+        attach(&mut p, timeline(&times(20, w), false));
+        let Outcome::Found(f) = SyncStalled.check(&p) else {
+            panic!("a host blocked all the time is a finding")
+        };
+        assert_eq!(f.impact, 0.0, "{}", f.summary);
     }
 
     #[test]
