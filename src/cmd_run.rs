@@ -21,10 +21,10 @@ use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
 
 /// The variable through which NVTX finds its injection library (NVIDIA/NVTX nvtxInit.h).
 const NVTX_INJECTION: &str = "NVTX_INJECTION64_PATH";
-use std::process::{Command, ExitCode};
 
 /// Where `gpuspy run` finds libgpuspy.so: `GPUSPY_SHIM`, else beside this binary (a cargo
 /// build, a copied pair), else `<exe dir>/../lib/gpuspy/libgpuspy.so`, where the pip wheel
@@ -129,7 +129,8 @@ pub fn run(
     }
     // NVTX ranges come to the shim as their injection library, unless another tool (nsys, a
     // user) owns the variable: that tool keeps them (docs/design.md, "NVTX").
-    if std::env::var_os(NVTX_INJECTION).is_none_or(|v| v.is_empty()) {
+    let disabled = std::env::var_os("GPUSPY_DISABLE").is_some_and(|v| !v.is_empty() && v != "0");
+    if !disabled && std::env::var_os(NVTX_INJECTION).is_none_or(|v| v.is_empty()) {
         child.env(NVTX_INJECTION, &shim);
     }
     if let Some(JsonTo::Stdout) = json {

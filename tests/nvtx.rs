@@ -155,19 +155,39 @@ fn another_tools_injection_library_is_kept() {
     assert_eq!(off.stdout(), "injection none\nloaded 0\n");
 }
 
+/// A child whose launcher dropped LD_PRELOAD but kept NVTX_INJECTION64_PATH loads the shim
+/// only as NVTX's library: it installs nothing, so nothing starts recording.
+#[test]
+fn a_shim_loaded_only_for_nvtx_installs_nothing() {
+    let own = std::fs::canonicalize(shim()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let output = command(&program("nvtx"), &["2"], &[], out.path())
+        .env_remove("LD_PRELOAD")
+        .env("NVTX_INJECTION64_PATH", &own)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("injection {}\nloaded 0\n", own.display())
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}
+
 /// `gpuspy run` passes the shim in NVTX_INJECTION64_PATH when it is unset, and keeps a
 /// value another tool set.
 #[test]
 fn gpuspy_run_sets_the_injection_path_only_when_unset() {
-    for (set, expected) in [
-        (
-            None,
-            std::fs::canonicalize(shim()).unwrap().display().to_string(),
-        ),
+    let own = std::fs::canonicalize(shim()).unwrap().display().to_string();
+    for (set, disable, expected) in [
+        (None, "0", own.as_str()),
         (
             Some("/elsewhere/libother.so"),
-            "/elsewhere/libother.so".to_string(),
+            "0",
+            "/elsewhere/libother.so",
         ),
+        // GPUSPY_DISABLE=1: the shim records nothing, so it claims nothing.
+        (None, "1", "none"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = std::process::Command::new(gpuspy());
@@ -178,6 +198,7 @@ fn gpuspy_run_sets_the_injection_path_only_when_unset() {
             .arg("1")
             .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
             .env("GPUSPY_SHIM", shim())
+            .env("GPUSPY_DISABLE", disable)
             .env_remove("LD_PRELOAD")
             .env_remove("GITHUB_ACTIONS")
             .env_remove("NVTX_INJECTION64_PATH");

@@ -177,6 +177,7 @@ fn hot_path_does_not_allocate() {
 #[test]
 fn nvtx_handlers_do_not_allocate() {
     use crate::nvtx::fake_copy::*;
+    let _serial = crate::nvtx::serial();
     let out = std::env::temp_dir().join(format!("gpuspy-noalloc-nvtx-{}", std::process::id()));
     std::env::set_var("GPUSPY_OUT", &out);
     assert_eq!(install(), 1);

@@ -35,7 +35,7 @@ use gpuspy_format::timeline::{
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::OnceLock;
 
 const INJECTION_VAR: &CStr = c"NVTX_INJECTION64_PATH";
@@ -100,7 +100,9 @@ type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
 pub unsafe extern "C" fn InitializeInjectionNvtx2(
     get_export_table: Option<GetExportTable>,
 ) -> c_int {
-    let Some(get_export_table) = get_export_table else {
+    // A shim that does not record (disabled, or loaded only because the variable names it:
+    // a child whose launcher dropped LD_PRELOAD) leaves every slot NVTX's no-op.
+    let (true, Some(get_export_table)) = (INJECTING.load(Relaxed), get_export_table) else {
         return 0;
     };
     // SAFETY: NVTX's own export-table getter, called as documented.
@@ -176,13 +178,25 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(
     1
 }
 
-/// At load: makes this shim the NVTX injection library when no other tool is, and
-/// remembers the tool that is. Runs in the constructor, before `main` and any NVTX call,
-/// while the process has one thread.
+/// Whether `InitializeInjectionNvtx2` installs the handlers: this shim records and was
+/// preloaded (set at load).
+static INJECTING: AtomicBool = AtomicBool::new(false);
+
+/// At load, when recording is on: if `LD_PRELOAD` loaded this shim, makes it the NVTX
+/// injection library when no other tool is, and remembers the tool that is. Runs in the
+/// constructor, before `main` and any NVTX call, while the process has one thread.
 pub fn claim_injection() {
+    let own = own_path();
+    let preloaded = std::env::var("LD_PRELOAD").is_ok_and(|list| {
+        list.split([' ', ':'])
+            .any(|entry| own.as_ref().is_some_and(|own| same_file(own, entry)))
+    });
+    if !preloaded {
+        return;
+    }
+    INJECTING.store(true, Relaxed);
     // SAFETY: getenv of a constant name; single-threaded at load.
     let current = unsafe { libc::getenv(INJECTION_VAR.as_ptr()) };
-    let own = own_path();
     if !current.is_null() {
         // SAFETY: getenv returns a C string.
         let current = unsafe { CStr::from_ptr(current) }
@@ -323,7 +337,7 @@ struct Name {
     /// Written once, by the thread that claimed the slot, before `state` is `READY`.
     bytes: UnsafeCell<[u8; NVTX_NAME_BYTES]>,
     /// Ranges ended, outermost among them, their total ticks, the first start and last end
-    /// (ticks; 0 until one ended).
+    /// (ticks; `u64::MAX` and 0 until one ended).
     count: AtomicU64,
     outermost: AtomicU64,
     ticks: AtomicU64,
@@ -344,7 +358,7 @@ impl Name {
             count: AtomicU64::new(0),
             outermost: AtomicU64::new(0),
             ticks: AtomicU64::new(0),
-            first_start: AtomicU64::new(0),
+            first_start: AtomicU64::new(u64::MAX),
             last_end: AtomicU64::new(0),
         }
     }
@@ -360,15 +374,10 @@ impl Name {
     }
 
     fn clear(&self) {
-        for counter in [
-            &self.count,
-            &self.outermost,
-            &self.ticks,
-            &self.first_start,
-            &self.last_end,
-        ] {
+        for counter in [&self.count, &self.outermost, &self.ticks, &self.last_end] {
             counter.store(0, Relaxed);
         }
+        self.first_start.store(u64::MAX, Relaxed);
     }
 }
 
@@ -555,9 +564,7 @@ fn ended(name: usize, depth: usize, start: u64, end: u64) {
         n.outermost.fetch_add(1, Relaxed);
     }
     n.ticks.fetch_add(end.saturating_sub(start), Relaxed);
-    if n.first_start.load(Relaxed) == 0 {
-        let _ = n.first_start.compare_exchange(0, start, Relaxed, Relaxed);
-    }
+    n.first_start.fetch_min(start, Relaxed);
     n.last_end.fetch_max(end, Relaxed);
     if depth < RING_DEPTH {
         RING.push(name, depth, start, end);
@@ -617,6 +624,7 @@ fn end(id: u64) {
         return;
     };
     if id == FREE
+        || id == CLAIMING
         || open
             .id
             .compare_exchange(id, CLAIMING, Acquire, Relaxed)
@@ -826,7 +834,9 @@ pub fn fill(timeline: &mut Timeline) {
             count,
             outermost: n.outermost.load(Relaxed),
             total_ns: clock::ticks_to_ns(n.ticks.load(Relaxed), q32),
-            first_start_unix_ns: anchor.unix_ns(n.first_start.load(Relaxed)),
+            // A range ending as the dump reads may have its count in and its start not yet.
+            first_start_unix_ns: anchor
+                .unix_ns(n.first_start.load(Relaxed).min(n.last_end.load(Relaxed))),
             last_end_unix_ns: anchor.unix_ns(n.last_end.load(Relaxed)),
             ns: series,
         };
@@ -919,6 +929,8 @@ pub mod fake_copy {
 
     /// Runs the injection on the copy; returns what it returned.
     pub fn install() -> c_int {
+        // What `claim_injection` says of a preloaded, recording shim.
+        super::INJECTING.store(true, Relaxed);
         // SAFETY: a getter that follows the contract.
         unsafe { InitializeInjectionNvtx2(Some(get_export_table)) }
     }
@@ -1002,6 +1014,16 @@ pub mod fake_copy {
     }
 }
 
+/// Held by every test that uses the handlers: the name table, the open-range slots and
+/// the lost counter are the process's, and the test harness runs tests in parallel.
+#[cfg(test)]
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::fake_copy::{self as copy, domain_pop, domain_push, install, push_a, slot, start_a};
@@ -1016,6 +1038,7 @@ mod tests {
     /// One test, run in order: the name table and the stacks are the process's.
     #[test]
     fn handlers_count_nest_cut_and_bound() {
+        let _serial = serial();
         let out = std::env::temp_dir().join(format!("gpuspy-nvtx-{}", std::process::id()));
         std::env::set_var("GPUSPY_OUT", &out);
         assert_eq!(install(), 1);
@@ -1092,6 +1115,7 @@ mod tests {
     #[test]
     #[ignore]
     fn handler_cost() {
+        let _serial = serial();
         let out = std::env::temp_dir().join(format!("gpuspy-nvtx-cost-{}", std::process::id()));
         std::env::set_var("GPUSPY_OUT", &out);
         assert_eq!(install(), 1);
@@ -1128,6 +1152,7 @@ mod tests {
 
     #[test]
     fn the_ring_keeps_the_last_events_and_counts_the_rest() {
+        let _serial = serial();
         // SAFETY: all-zero bytes are valid atomics.
         let ring: Box<Ring> = unsafe { Box::new_zeroed().assume_init() };
         for i in 0..RING_EVENTS as u64 + 10 {
@@ -1145,6 +1170,7 @@ mod tests {
 
     #[test]
     fn the_collector_spreads_ranges_and_samples_the_outermost() {
+        let _serial = serial();
         let origin = 1_000;
         let w = FIRST_WINDOW_NS;
         let mut c = Collector {
