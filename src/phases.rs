@@ -129,9 +129,11 @@ pub struct ProcessAxis {
     steady: Vec<bool>,
 }
 
-/// The steady state's GPU side: device time accounted for (busy, transfer and idle, scaled
-/// to whole windows; windows with none are left out), busy, transfer and idle time per
-/// cause, summed over devices.
+/// The steady state's GPU side, summed over devices: `ns`, the length of the windows in
+/// which CUPTI accounted for some device time (busy, transfer or idle; sampling leaves the
+/// others out), and the busy, transfer and idle time per cause recorded in them, scaled by
+/// one ratio, `ns` over the time accounted for: a window with a few microseconds recorded
+/// (a sampling period's tail) weighs as little as it holds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SteadyGpu {
     pub ns: u64,
@@ -142,6 +144,16 @@ pub struct SteadyGpu {
 }
 
 impl SteadyGpu {
+    /// Recorded times (of `accounted` ns in all) brought to `ns`.
+    fn scaled(mut self, accounted: u64) -> SteadyGpu {
+        self.busy_ns = scale(self.busy_ns, self.ns, accounted);
+        self.transfer_ns = scale(self.transfer_ns, self.ns, accounted);
+        for ns in self.idle.values_mut() {
+            *ns = scale(*ns, self.ns, accounted);
+        }
+        self
+    }
+
     pub fn idle_ns(&self) -> u64 {
         total(self.idle.values().copied())
     }
@@ -652,6 +664,7 @@ fn steady_state(
 ) -> SteadyState {
     let mut s = SteadyState::default();
     let mut gpu: Option<SteadyGpu> = None;
+    let mut accounted_total = 0;
     let mut syncs: Vec<u64> = Vec::new();
     let mut nvtx: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     for (process, axis) in p.processes.iter().zip(axes) {
@@ -678,14 +691,15 @@ fn steady_state(
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
             for d in &t.devices {
-                let observed = accounted_ns(d, i);
-                if observed == 0 {
+                let accounted = accounted_ns(d, i);
+                if accounted == 0 {
                     continue;
                 }
                 let g = gpu.get_or_insert_with(SteadyGpu::default);
                 g.ns += len;
-                g.busy_ns += scale(at(&d.busy_ns, i), len, observed);
-                g.transfer_ns += scale(at(&d.transfer_ns, i), len, observed);
+                accounted_total += accounted;
+                g.busy_ns += at(&d.busy_ns, i);
+                g.transfer_ns += at(&d.transfer_ns, i);
                 for series in &d.idle_ns {
                     let kind = match series.cause {
                         IdleCause::AfterSync => IdleKind::AfterSync,
@@ -696,7 +710,7 @@ fn steady_state(
                         IdleCause::Host => IdleKind::Host,
                         IdleCause::Unknown => IdleKind::Unknown,
                     };
-                    let ns = scale(at(&series.ns, i), len, observed);
+                    let ns = at(&series.ns, i);
                     if ns > 0 {
                         *g.idle.entry(kind).or_default() += ns;
                     }
@@ -725,7 +739,9 @@ fn steady_state(
     // A GPU never seen working in the steady state has no gaps that a host event opened:
     // its idle time is all one stretch, cut only where sampling periods begin, and a sync
     // that happens to return there would claim all of it. Judge from the host side then.
-    s.gpu = gpu.filter(|g| g.busy_ns > 0);
+    s.gpu = gpu
+        .map(|g| g.scaled(accounted_total))
+        .filter(|g| g.busy_ns > 0);
     s.step = step(&nvtx, syncs);
     s
 }
@@ -1093,6 +1109,35 @@ mod tests {
             BTreeMap::from([(IdleKind::AfterSync, 48 * MS), (IdleKind::Host, 16 * MS)])
         );
         assert!((g.share(IdleKind::AfterSync) - 0.3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_window_with_little_recorded_weighs_little() {
+        // 10 windows fully recorded with the GPU idle, 10 in which only a sampling period's
+        // 10 µs tail of busy time was recorded: the GPU was busy 100 µs of the 100.1 ms
+        // recorded, not half the time (scaling each window to its length would say 50 %).
+        let mut w = times(
+            10,
+            W {
+                busy_ns: 0,
+                idle_after_sync: 0,
+                idle_host: 10 * MS,
+                ..LOOP
+            },
+        );
+        w.extend(times(
+            10,
+            W {
+                busy_ns: 10_000,
+                idle_after_sync: 0,
+                idle_host: 0,
+                ..LOOP
+            },
+        ));
+        let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
+        assert_eq!(g.ns, 200 * MS);
+        assert_eq!(g.busy_ns, 199_800);
+        assert_eq!(g.idle_ns(), 199_800_199);
     }
 
     #[test]

@@ -300,6 +300,9 @@ fn phases(out: &mut String, r: &Report) {
         if !causes.is_empty() {
             let _ = write!(line, " ({})", causes.join(", "));
         }
+        if let Some(copying) = s.gpu_transfer_share.filter(|&share| share > 0.0) {
+            let _ = write!(line, ", copying {}", percent(Some(copying)));
+        }
     }
     if let Some(step) = &s.step {
         let _ = write!(

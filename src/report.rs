@@ -188,11 +188,13 @@ pub struct SteadyRow {
     /// Host time blocked in explicit syncs and sync copies, and its share of `ns`.
     pub blocked_ns: u64,
     pub blocked_share: f64,
-    /// Device time of the steady state with CUPTI windows (summed over devices, sampled
-    /// windows scaled to whole ones), the busy part, and the idle part's share; null
-    /// without the GPU side.
+    /// Device time of the steady state with CUPTI windows (summed over devices, what
+    /// sampling recorded brought to it), the busy part, the transfer part (a copy ran, no
+    /// kernel did), and the idle part's share; null without the GPU side.
     pub gpu_ns: Option<u64>,
     pub gpu_busy_ns: Option<u64>,
+    pub gpu_transfer_ns: Option<u64>,
+    pub gpu_transfer_share: Option<f64>,
     pub gpu_idle_share: Option<f64>,
     /// Idle time per cause, largest first.
     pub idle: Vec<IdleRow>,
@@ -236,6 +238,8 @@ fn steady_row(s: &SteadyState) -> SteadyRow {
         blocked_share: crate::diagnose::share(blocked, s.ns),
         gpu_ns: g.map(|g| g.ns),
         gpu_busy_ns: g.map(|g| g.busy_ns),
+        gpu_transfer_ns: g.map(|g| g.transfer_ns),
+        gpu_transfer_share: g.map(|g| crate::diagnose::share(g.transfer_ns, g.ns)),
         gpu_idle_share: g.map(|g| crate::diagnose::share(g.idle_ns(), g.ns)),
         idle,
         step: s.step.clone(),
@@ -747,5 +751,34 @@ fn device_figures(dev: &Device) -> DeviceFigures {
                     .collect(),
             }
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phases::{IdleKind, SteadyGpu};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn the_steady_row_gives_each_part_of_the_device_time_its_share() {
+        let s = SteadyState {
+            ns: 100,
+            gpu: Some(SteadyGpu {
+                ns: 100,
+                busy_ns: 20,
+                transfer_ns: 30,
+                idle: BTreeMap::from([(IdleKind::Host, 50)]),
+            }),
+            ..SteadyState::default()
+        };
+        let row = steady_row(&s);
+        assert_eq!((row.gpu_ns, row.gpu_busy_ns), (Some(100), Some(20)));
+        assert_eq!(
+            (row.gpu_transfer_ns, row.gpu_transfer_share),
+            (Some(30), Some(0.3))
+        );
+        assert_eq!(row.gpu_idle_share, Some(0.5));
+        assert_eq!(row.idle[0].share, 0.5);
     }
 }

@@ -27,8 +27,9 @@ pub fn measured_link_peak_bytes_per_s(p: &Profile) -> Option<f64> {
         .find_map(|(_, d)| d.facts.as_ref()?.pcie.peak_bytes_per_s())
 }
 
-/// The link rate assumed where NVML did not read it: PCIe gen4 x16 in practice.
-pub const ASSUMED_LINK_BYTES_PER_S: f64 = 25e9;
+/// The link rate assumed where NVML did not read it: the peak of PCIe gen4 x16, a peak
+/// like the measured ones (`PcieLink::peak_bytes_per_s`).
+pub const ASSUMED_LINK_BYTES_PER_S: f64 = 31.508e9;
 
 /// The host link's peak one-direction bandwidth, measured or else assumed.
 pub fn link_peak_bytes_per_s(p: &Profile) -> f64 {

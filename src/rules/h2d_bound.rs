@@ -21,8 +21,8 @@ impl Rule for H2dBound {
 Evidence: bytes copied host-to-device (all host memory kinds) per second of the
 steady-state time, against the link's peak one-direction rate from the PCIe generation and
 width NVML read (63 GB/s for gen5 x16). The rule fires when the link would be busy half the
-time or more. Where NVML did not read the link, the rate is an assumed 25 GB/s (PCIe gen4
-x16 in practice) and the finding is a heuristic.
+time or more. Where NVML did not read the link, the rate is the peak of PCIe gen4 x16
+(31.5 GB/s), assumed, and the finding is a heuristic.
 
 Impact: the share of the steady-state time the link is busy with these bytes.
 
@@ -76,9 +76,9 @@ mod tests {
 
     #[test]
     fn a_saturated_link_fires() {
-        // 20 GB in one second.
+        // 25.2 GB in one second, against gen4 x16's 31.5 GB/s.
         let p = run(1.0)
-            .copy(Direction::HtoD, HostKind::Pinned, 1000, 20_000_000_000)
+            .copy(Direction::HtoD, HostKind::Pinned, 1000, 25_206_400_000)
             .build();
         let Outcome::Found(f) = H2dBound.check(&p) else {
             panic!("no finding")
@@ -88,7 +88,7 @@ mod tests {
         // Sizes in binary units, as in the report's tables; rates in GB/s.
         assert!(
             f.summary
-                .starts_with("1000 host-to-device copies moved 18.6 GiB at 20.0 GB/s"),
+                .starts_with("1000 host-to-device copies moved 23.5 GiB at 25.2 GB/s"),
             "{}",
             f.summary
         );

@@ -34,7 +34,7 @@ state's, and the impact is the time the fix removes: the GPU time without a kern
 the copies took (idle time that began while the host was inside a pageable copy, plus the
 time a copy ran and no kernel did; without the GPU side, the host's blocked time), less
 the time the same bytes take to cross the link pinned (the steady state's pageable bytes
-at the PCIe link's peak rate, 25 GB/s where NVML did not read it), over the steady device
+at the PCIe link's peak rate, gen4 x16's 31.5 GB/s where NVML did not read it), over the steady device
 (host) time. Transfer time from other copies in the same windows counts too: in a loop
 whose copies are pageable it is theirs. On the H200 (`examples/staged.py pageable-memcpy`,
 16 MiB a step), from dumps recorded before transfer time was: 92 % idle in the copies
@@ -64,11 +64,13 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
             // Pinned, the same bytes still cross the link, at its peak rate.
             pinned_ns = (st.host.pageable_bytes as f64 / link_peak_bytes_per_s(p) * 1e9) as u64;
             impact = match &st.gpu {
-                Some(g) => share(
-                    (g.idle.get(&IdleKind::PageableCopy).copied().unwrap_or(0) + g.transfer_ns)
-                        .saturating_sub(pinned_ns),
+                // The GPU side covers the windows sampling recorded, the bytes all of them:
+                // each as a share of its own span.
+                Some(g) => (share(
+                    g.idle.get(&IdleKind::PageableCopy).copied().unwrap_or(0) + g.transfer_ns,
                     g.ns,
-                ),
+                ) - share(pinned_ns, steady))
+                .max(0.0),
                 None => share(blocked.saturating_sub(pinned_ns), steady),
             };
         } else {
@@ -178,6 +180,18 @@ mod tests {
         };
         assert!((f.impact - 0.8).abs() < 1e-9, "{}", f.impact);
         assert_eq!(f.evidence["pinned_copy_ms"], 50.0);
+        // Sampled: the GPU side recorded only the first 25 windows. Their share of
+        // kernel-free copy time (90 %) less the pinned copies' share of the whole (10 %).
+        let mut sampled = profile(true);
+        let t = sampled.processes[0].timeline.as_mut().unwrap();
+        let d = &mut t.devices[0];
+        for series in [&mut d.busy_ns, &mut d.transfer_ns, &mut d.idle_ns[0].ns] {
+            series[25..].fill(0);
+        }
+        let Outcome::Found(f) = PageableMemcpy.check(&sampled) else {
+            panic!("no finding")
+        };
+        assert!((f.impact - 0.8).abs() < 1e-9, "{}", f.impact);
         // Without the GPU side: 400 ms blocked, less the same 50 ms.
         let Outcome::Found(f) = PageableMemcpy.check(&profile(false)) else {
             panic!("no finding")

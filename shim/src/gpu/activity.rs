@@ -1823,7 +1823,8 @@ mod tests {
 
 #[cfg(test)]
 mod accounting {
-    //! Per window, observed time is busy plus idle: nothing counted as observed is neither.
+    //! Per window, observed time is busy plus transfer plus idle: nothing counted as
+    //! observed is none of them.
     use super::*;
 
     const MS: u64 = 1_000_000;

@@ -90,7 +90,7 @@ impl DutyCycle {
     /// slot should end now, its rate already over budget for its whole length.
     pub fn over_budget(&mut self, now: u64, records: u64) -> bool {
         self.check_at = now + self.base_on_ns;
-        self.fixed_cycle.is_none() && cycle_for(records, now - self.on_since) > 1
+        self.fixed_cycle.is_none() && cycle_for(records, now.saturating_sub(self.on_since)) > 1
     }
 
     pub fn is_on(&self) -> bool {
@@ -111,7 +111,7 @@ impl DutyCycle {
     pub fn slot_ended(&mut self, now: u64, records: u64) -> bool {
         let cycle = self
             .fixed_cycle
-            .unwrap_or_else(|| cycle_for(records, now - self.on_since));
+            .unwrap_or_else(|| cycle_for(records, now.saturating_sub(self.on_since)));
         self.on = false;
         self.on_ns = if cycle == 1 {
             (self.on_ns * 2).min(MAX_ON_NS)
