@@ -34,12 +34,12 @@ state's, and the impact is the time the fix removes: the GPU time without a kern
 the copies took (idle time that began while the host was inside a pageable copy, plus the
 time a copy ran and no kernel did; without the GPU side, the host's blocked time), less
 the time the same bytes take to cross the link pinned (the steady state's pageable bytes
-at the PCIe link's peak rate, gen4 x16's 31.5 GB/s where NVML did not read it), over the steady device
-(host) time. Transfer time from other copies in the same windows counts too: in a loop
-whose copies are pageable it is theirs. On the H200 (`examples/staged.py pageable-memcpy`,
-16 MiB a step), from dumps recorded before transfer time was: 92 % idle in the copies
-(over the time accounted), 20 % the pinned copies' share, impact 72 % against 71-73 %
-saved.
+at the PCIe link's peak rate, gen4 x16's 31.5 GB/s where NVML did not read it), each as a
+share of its span (the device time sampling recorded, the whole steady state). Transfer
+time from other copies in the same windows counts too: in a loop whose copies are
+pageable it is theirs. On the H200 (`examples/staged.py pageable-memcpy`, 16 MiB a step),
+from dumps recorded before transfer time was: 93 % idle in the copies (over the time
+accounted), 20 % the pinned copies' share, impact 73 % against 71-73 % saved.
 
 Fix: pin the host buffers. In PyTorch, `DataLoader(..., pin_memory=True)` and
 `tensor.to('cuda', non_blocking=True)`; `tensor.pin_memory()` for buffers you reuse. In
