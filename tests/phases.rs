@@ -411,7 +411,9 @@ fn end_to_end_slow_module_loading_then_a_sync_stalled_loop_gets_sync_stalled_fir
     let impact = r["findings"][0]["impact"].as_f64().unwrap();
     assert!(after_sync > busy, "{s}");
     assert!((impact - busy).abs() < 1e-9, "{impact}: {s}");
-    assert!((0.3..=0.5).contains(&impact), "{impact}: {s}");
+    // 3 / 8 on an idle machine; a loaded one stretches the host work (preempted spins),
+    // which lowers it, or the sync, which `after_sync > busy` bounds.
+    assert!((0.15..=0.5).contains(&impact), "{impact}: {s}");
     assert!(f.iter().any(|(id, _)| id == "slow-startup"), "{f:?}");
     let p = phases(&r);
     assert_eq!(p[0].0, "startup", "{p:?}");
