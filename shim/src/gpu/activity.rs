@@ -598,7 +598,7 @@ struct DeviceSeries {
 }
 
 impl DeviceSeries {
-    fn widths(&self) -> impl Iterator<Item = u64> + '_ {
+    fn series(&self) -> impl Iterator<Item = &Series> {
         [
             &self.observed,
             &self.busy,
@@ -609,38 +609,26 @@ impl DeviceSeries {
         ]
         .into_iter()
         .chain(self.idle.values())
-        .map(|s| s.window_ns)
+    }
+
+    fn widths(&self) -> impl Iterator<Item = u64> + '_ {
+        self.series().map(|s| s.window_ns)
     }
 
     fn into_windows(self, ordinal: u32, window_ns: u64) -> DeviceWindows {
         // Column-wise: every series as long as the longest.
         let len_at = |s: &Series| s.values.len().div_ceil((window_ns / s.window_ns) as usize);
-        let len = [
-            &self.observed,
-            &self.busy,
-            &self.active,
-            &self.kernels,
-            &self.copy_bytes,
-            &self.um_faults,
-        ]
-        .into_iter()
-        .chain(self.idle.values())
-        .map(len_at)
-        .max()
-        .unwrap_or(0);
+        let len = self.series().map(len_at).max().unwrap_or(0);
+        let busy_ns = self.busy.at_width(window_ns, len);
+        let transfer_ns = (self.active.at_width(window_ns, len).iter())
+            .zip(&busy_ns)
+            .map(|(active, busy)| active.saturating_sub(*busy))
+            .collect();
         DeviceWindows {
             ordinal,
             observed_ns: self.observed.at_width(window_ns, len),
-            transfer_ns: {
-                let busy = self.busy.clone().at_width(window_ns, len);
-                let active = self.active.at_width(window_ns, len);
-                active
-                    .iter()
-                    .zip(&busy)
-                    .map(|(a, b)| a.saturating_sub(*b))
-                    .collect()
-            },
-            busy_ns: self.busy.at_width(window_ns, len),
+            transfer_ns,
+            busy_ns,
             kernels: self.kernels.at_width(window_ns, len),
             copy_bytes: self.copy_bytes.at_width(window_ns, len),
             um_faults: self.um_faults.at_width(window_ns, len),
