@@ -888,7 +888,7 @@ mod tests {
     }
 
     /// Three runs of one process: `startup_windows` windows of init, then `loop_windows`
-    /// of a loop with 20 launches and a 2-range NVTX step of `step_ms` each.
+    /// of a loop with 20 launches and an NVTX step range ending every `step_ms`.
     fn timed_runs(startup_windows: usize, loop_windows: usize, step_ms: u64) -> Vec<Run> {
         use crate::phases::fixtures::{timeline, times, MS, T0, W};
         use gpuspy_format::timeline::NvtxRanges;
@@ -909,10 +909,18 @@ mod tests {
                     },
                 ));
                 let mut t = timeline(&w, false);
+                let ended = |k: usize| (k as u64 * 10 / step_ms);
+                let ends: Vec<u64> = (0..w.len())
+                    .map(|i| match i.checked_sub(startup_windows) {
+                        Some(k) => ended(k + 1) - ended(k),
+                        None => 0,
+                    })
+                    .collect();
                 t.nvtx = vec![NvtxRanges {
                     name: "step".into(),
-                    count: 100,
-                    total_ns: 100 * step_ms * MS,
+                    count: ends.iter().sum(),
+                    total_ns: ends.iter().sum::<u64>() * step_ms * MS,
+                    ends,
                     ..NvtxRanges::default()
                 }];
                 let mut p = run(1.0).build();

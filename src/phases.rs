@@ -168,7 +168,9 @@ impl SteadyGpu {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "source", content = "name")]
 pub enum StepSource {
-    /// The mean length of the NVTX ranges of this name.
+    /// The steady state's time over the NVTX ranges of this name that ended in it: a range
+    /// times the host's part of a step, and an asynchronous step's host part is only its
+    /// launches.
     Nvtx(String),
     /// The median spacing of the blocking syncs sampled in the steady state.
     SyncPeriod,
@@ -406,14 +408,30 @@ impl<'a> Windows<'a> {
     }
 
     /// The name of a pause-like NVTX range (evaluation, checkpoint, compile: `nvtx::is_pause`)
-    /// covering at least half of window `i`.
+    /// covering at least half of window `i`, unless the GPU ran the loop's steps in it.
     fn nvtx_pause(&self, i: usize) -> Option<&'a str> {
+        if self.runs_steps(i) {
+            return None;
+        }
         self.t
             .nvtx
             .iter()
             .filter(|r| crate::nvtx::is_pause(self.t, r))
             .find(|r| 2 * at(&r.ns, i) >= self.len(i))
             .map(|r| r.name.as_str())
+    }
+
+    /// Whether the GPU was busy at least half of window `i` with the loop's steps: a step
+    /// range ran in it, or nothing was launched in it, so the GPU ran work queued before.
+    /// A host range is not the GPU's time: a checkpoint's first copy waits while the GPU
+    /// drains the steps queued ahead of it, and that time is the loop's.
+    fn runs_steps(&self, i: usize) -> bool {
+        let steps = self
+            .t
+            .nvtx
+            .iter()
+            .any(|r| is_step_name(&r.name) && at(&r.ns, i) > 0);
+        2 * self.busy(i) >= self.len(i) && (steps || at(&self.t.host.launches, i) == 0)
     }
 }
 
@@ -666,6 +684,8 @@ fn steady_state(
     let mut gpu: Option<SteadyGpu> = None;
     let mut accounted_total = 0;
     let mut syncs: Vec<u64> = Vec::new();
+    // Per step-like range name: the steps that ended in the steady state, and its time in
+    // the processes that ran them.
     let mut nvtx: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     for (process, axis) in p.processes.iter().zip(axes) {
         let (Some(t), Some(axis)) = (process.timeline.as_deref(), axis) else {
@@ -680,13 +700,19 @@ fn steady_state(
         for i in 0..w.n {
             s.whole.add(h, i);
         }
+        let step_ranges: Vec<_> = t.nvtx.iter().filter(|r| is_step_name(&r.name)).collect();
+        let mut steady_ns = 0;
+        let mut ended = vec![0u64; step_ranges.len()];
         for i in (0..w.n).filter(|&i| axis.steady.get(i) == Some(&true)) {
             let (start, end) = w.span(i);
             let len = end - start;
             if !inside(start + len / 2) {
                 continue;
             }
-            s.ns += len;
+            steady_ns += len;
+            for (ns, r) in ended.iter_mut().zip(&step_ranges) {
+                *ns += at(&r.ends, i);
+            }
             s.host.add(h, i);
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
@@ -730,10 +756,13 @@ fn steady_state(
                 syncs.push(e.start_unix_ns);
             }
         }
-        for r in t.nvtx.iter().filter(|r| is_step_name(&r.name)) {
-            let cell = nvtx.entry(&r.name).or_default();
-            cell.0 += r.count;
-            cell.1 += r.total_ns;
+        s.ns += steady_ns;
+        for (r, steps) in step_ranges.iter().zip(ended) {
+            if steps > 0 {
+                let cell = nvtx.entry(&r.name).or_default();
+                cell.0 += steps;
+                cell.1 += steady_ns;
+            }
         }
     }
     // A GPU never seen working in the steady state has no gaps that a host event opened:
@@ -746,16 +775,13 @@ fn steady_state(
     s
 }
 
-/// The steady state's step: the step-like NVTX range with the most ranges, else the median
-/// spacing of the sampled blocking syncs (at least four) in the steady state.
+/// The steady state's step: its time over the steps of the step-like NVTX range with the
+/// most steps in it, else the median spacing of the sampled blocking syncs (at least four)
+/// in the steady state.
 fn step(nvtx: &BTreeMap<&str, (u64, u64)>, mut syncs: Vec<u64>) -> Option<Step> {
-    if let Some((name, &(count, ns))) = nvtx
-        .iter()
-        .filter(|(_, &(count, _))| count > 0)
-        .max_by_key(|(_, &(count, _))| count)
-    {
+    if let Some((name, &(steps, ns))) = nvtx.iter().max_by_key(|(_, &(steps, _))| steps) {
         return Some(Step {
-            ns: ns / count,
+            ns: ns / steps,
             source: StepSource::Nvtx(name.to_string()),
         });
     }
@@ -1146,12 +1172,16 @@ mod tests {
         let mut t = timeline(&times(60, LOOP), false);
         let mut eval = vec![0; 60];
         eval[20..30].fill(10 * MS);
+        // 100 steps of 2.5 ms of host time, one every 5 ms, around the evaluation.
+        let mut ends = vec![2; 60];
+        ends[20..30].fill(0);
         t.nvtx = vec![
             NvtxRanges {
                 name: "train_step".into(),
                 count: 100,
-                total_ns: 500 * MS,
-                ns: vec![],
+                total_ns: 250 * MS,
+                ns: ends.iter().map(|n| n * 2_500_000).collect(),
+                ends,
                 ..NvtxRanges::default()
             },
             NvtxRanges {
@@ -1167,6 +1197,64 @@ mod tests {
         let step = a.steady.unwrap().step.unwrap();
         assert_eq!(step.ns, 5 * MS);
         assert_eq!(step.source, StepSource::Nvtx("train_step".into()));
+    }
+
+    #[test]
+    fn a_checkpoint_range_waiting_for_queued_steps_is_the_loop_until_the_gpu_drains() {
+        // The H200's healthy-pauses --nvtx: steps queue in window 20 (launches, a step
+        // range); the checkpoint range opens there and its first copy waits in windows
+        // 20-21 while the GPU runs the queued steps, then the host writes the checkpoint
+        // (windows 22-29, GPU idle).
+        use gpuspy_format::timeline::NvtxRanges;
+        let mut w = times(20, LOOP);
+        w.push(W {
+            busy_ns: 8 * MS,
+            idle_after_sync: 2 * MS,
+            idle_host: 0,
+            ..LOOP
+        });
+        w.push(W {
+            launches: 0,
+            busy_ns: 9 * MS,
+            idle_after_sync: MS,
+            idle_host: 0,
+            ..LOOP
+        });
+        w.extend(times(8, QUIET));
+        w.extend(times(30, LOOP));
+        let mut t = timeline(&w, true);
+        let mut step = vec![MS; 60];
+        step[21..30].fill(0);
+        let mut checkpoint = vec![0; 60];
+        checkpoint[20] = 6 * MS;
+        checkpoint[21..30].fill(10 * MS);
+        t.nvtx = vec![
+            NvtxRanges {
+                name: "step".into(),
+                count: 500,
+                outermost: 500,
+                total_ns: 50 * MS,
+                ns: step,
+                ..NvtxRanges::default()
+            },
+            NvtxRanges {
+                name: "checkpoint".into(),
+                count: 1,
+                outermost: 1,
+                total_ns: 96 * MS,
+                ns: checkpoint,
+                ..NvtxRanges::default()
+            },
+        ];
+        let a = time_axis(&profile(t)).unwrap();
+        assert_eq!(
+            kinds(&a)[..3],
+            [
+                (PhaseKind::Steady, None, 0, 220),
+                (PhaseKind::Pause, Some("checkpoint"), 220, 300),
+                (PhaseKind::Steady, None, 300, 600)
+            ]
+        );
     }
 
     #[test]

@@ -77,6 +77,9 @@ fn the_shim_injects_itself_and_names_the_evaluation() {
     for r in [step, ranges(&t, "forward")] {
         let windows: u64 = r.ns.iter().sum();
         assert!(windows.abs_diff(r.total_ns) <= r.count, "{r:?}");
+        // Every range at depth 0 or 1 ended in one window.
+        assert_eq!(r.ends.iter().sum::<u64>(), r.count, "{r:?}");
+        assert_eq!(r.ends.len(), t.host.calls.len());
     }
     assert!(step.first_start_unix_ns < eval.first_start_unix_ns);
     assert!(eval.last_end_unix_ns < step.last_end_unix_ns);

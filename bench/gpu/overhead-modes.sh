@@ -11,7 +11,11 @@
 # their 90 % confidence intervals.
 #   bash bench/gpu/overhead-modes.sh OUTDIR [PAIRS] [WORKLOADS...]
 # Defaults: 25 pairs of launch managed sync copy gpu; CONFIGS="none off default full".
-# Needs .dev/bin/libgpuspy.so (BIN=...) built with `cargo build --release`.
+# Needs .dev/bin/libgpuspy.so (BIN=...) built with `cargo build --release`. modes.c has no
+# libcudart beside which the shim would find libcupti: GPUSPY_CUPTI_PATH names one (by
+# default the toolkit's, else the pip wheel's that PyTorch loads), and a run with the shim
+# whose dump says CUPTI was off where it should be on stops the script (before 2026-11-30's
+# session 7 it did not, and the default and full rows measured runs without CUPTI).
 set -uo pipefail
 out=${1:?usage: overhead-modes.sh OUTDIR [PAIRS] [WORKLOADS...]}
 pairs=${2:-25}
@@ -23,11 +27,18 @@ shim="$bin/libgpuspy.so"
 pin=()
 [ -n "${CORE:-}" ] && pin=(taskset -c "$CORE")
 read -ra configs <<< "${CONFIGS:-none off default full}"
+if [ -z "${GPUSPY_CUPTI_PATH:-}" ]; then
+    GPUSPY_CUPTI_PATH=$(ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* 2>/dev/null | head -1)
+    [ -n "$GPUSPY_CUPTI_PATH" ] || GPUSPY_CUPTI_PATH=$(python3 -c '
+import glob, nvidia
+print(sorted(p for d in nvidia.__path__ for p in glob.glob(d + "/**/libcupti.so*", recursive=True))[0])')
+fi
+export GPUSPY_CUPTI_PATH
 mkdir -p "$out"
 dumps=$(mktemp -d)
 export GPUSPY_FLUSH_S=0 GPUSPY_OUT="$dumps"
 cc -O2 -o "$out/modes" bench/gpu/modes.c -ldl || exit 1
-echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader), ${CORE:+core $CORE, }$pairs pairs, ${configs[*]}: ${workloads[*]}"
+echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader), ${CORE:+core $CORE, }$pairs pairs, ${configs[*]}: ${workloads[*]}; CUPTI $GPUSPY_CUPTI_PATH"
 one() { # one CONFIG WORKLOAD ROUND
     local pre="" mode=""
     case $1 in none) ;; off) pre=$shim mode=0 ;; default) pre=$shim ;; full) pre=$shim mode=full ;; esac
@@ -38,14 +49,19 @@ one() { # one CONFIG WORKLOAD ROUND
              END {print ns, n, own + 0}')
     local kernels=- factor=-
     if [ -n "$pre" ] && ls "$dumps"/*.json >/dev/null 2>&1; then
-        read -r kernels factor < <(python3 - "$dumps" <<'PY'
+        local read
+        read=$(python3 - "$dumps" "$1" <<'PY'
 import glob, json, sys
 d = json.load(open(glob.glob(sys.argv[1] + "/*.json")[0]))
-a = ((d.get("gpu") or {}).get("devices") or [{}])[0].get("activity") or {}
+g = d.get("gpu") or {}
+cupti = g.get("cupti") or {}
+if sys.argv[2] != "off" and not cupti.get("active"):
+    sys.exit(f"gpuspy: {sys.argv[2]} ran without CUPTI ({cupti.get('note')})")
+a = (g.get("devices") or [{}])[0].get("activity") or {}
 print(a.get("kernels", "-"), (a.get("sampled") or {}).get("factor", 1.0) if a else "-")
 PY
-        )
-        [ -n "$kernels" ] || kernels=- factor=-
+        ) || exit 1
+        read -r kernels factor <<< "$read"
     fi
     echo "$2 $1 $3 ${ns:-fail} $kernels $factor ${launches:-0} ${own_cpu:-0}"
 }

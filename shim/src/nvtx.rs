@@ -728,8 +728,9 @@ struct Collector {
     read: u64,
     origin: u64,
     window_ns: u64,
-    /// Per name slot.
+    /// Per name slot: time in ranges, and ranges that ended, per window.
     series: Vec<Vec<u64>>,
+    ends: Vec<Vec<u64>>,
     longest: Vec<(usize, u64, u64)>,
     recent: VecDeque<(usize, u64, u64)>,
     lost: u64,
@@ -738,11 +739,18 @@ struct Collector {
 static COLLECTOR: ForkLock<Collector> = ForkLock::new();
 
 impl Collector {
+    fn merge_pairs(&mut self) {
+        self.series.iter_mut().for_each(merge_pairs);
+        self.ends.iter_mut().for_each(merge_pairs);
+        self.window_ns *= 2;
+    }
+
     fn drain(&mut self) {
         if self.origin == 0 {
             self.origin = crate::lifecycle::start_unix_ns();
             self.window_ns = FIRST_WINDOW_NS;
             self.series = vec![Vec::new(); NVTX_NAMES];
+            self.ends = vec![Vec::new(); NVTX_NAMES];
             if self.origin == 0 {
                 return;
             }
@@ -761,11 +769,15 @@ impl Collector {
 
     fn file(&mut self, name: usize, depth: usize, start: u64, end: u64) {
         while end.saturating_sub(self.origin) / self.window_ns >= WINDOWS as u64 {
-            self.series.iter_mut().for_each(merge_pairs);
-            self.window_ns *= 2;
+            self.merge_pairs();
         }
-        if let Some(series) = self.series.get_mut(name) {
+        if let (Some(series), Some(ends)) = (self.series.get_mut(name), self.ends.get_mut(name)) {
             spread(series, self.origin, self.window_ns, start, end);
+            let slot = (end.saturating_sub(self.origin) / self.window_ns) as usize;
+            if ends.len() <= slot {
+                ends.resize(slot + 1, 0);
+            }
+            ends[slot] += 1;
         }
         if depth > 0 {
             return;
@@ -806,8 +818,7 @@ pub fn fill(timeline: &mut Timeline) {
     // Both tables double from FIRST_WINDOW_NS at the process's start: bring the finer one
     // to the coarser width.
     while c.window_ns < timeline.window_ns {
-        c.series.iter_mut().for_each(merge_pairs);
-        c.window_ns *= 2;
+        c.merge_pairs();
     }
     while timeline.window_ns < c.window_ns {
         timeline.merge_pairs();
@@ -825,10 +836,13 @@ pub fn fill(timeline: &mut Timeline) {
         if count == 0 {
             continue;
         }
-        let mut series = c.series[slot].clone();
-        if !series.is_empty() {
-            series.resize(windows, 0);
-        }
+        let to_width = |s: &Vec<u64>| {
+            let mut s = s.clone();
+            if !s.is_empty() {
+                s.resize(windows, 0);
+            }
+            s
+        };
         let this = NvtxRanges {
             name: name_of(slot),
             count,
@@ -838,7 +852,8 @@ pub fn fill(timeline: &mut Timeline) {
             first_start_unix_ns: anchor
                 .unix_ns(n.first_start.load(Relaxed).min(n.last_end.load(Relaxed))),
             last_end_unix_ns: anchor.unix_ns(n.last_end.load(Relaxed)),
-            ns: series,
+            ns: to_width(&c.series[slot]),
+            ends: to_width(&c.ends[slot]),
         };
         // Two threads that met a new name at once claimed a slot each.
         match ranges.iter_mut().find(|r| r.name == this.name) {
@@ -863,11 +878,13 @@ fn merge(into: &mut NvtxRanges, other: NvtxRanges) {
     into.total_ns += other.total_ns;
     into.first_start_unix_ns = into.first_start_unix_ns.min(other.first_start_unix_ns);
     into.last_end_unix_ns = into.last_end_unix_ns.max(other.last_end_unix_ns);
-    if into.ns.len() < other.ns.len() {
-        into.ns.resize(other.ns.len(), 0);
-    }
-    for (a, b) in into.ns.iter_mut().zip(other.ns) {
-        *a += b;
+    for (into, other) in [(&mut into.ns, other.ns), (&mut into.ends, other.ends)] {
+        if into.len() < other.len() {
+            into.resize(other.len(), 0);
+        }
+        for (a, b) in into.iter_mut().zip(other) {
+            *a += b;
+        }
     }
 }
 
@@ -1177,6 +1194,7 @@ mod tests {
             origin,
             window_ns: w,
             series: vec![Vec::new(); NVTX_NAMES],
+            ends: vec![Vec::new(); NVTX_NAMES],
             ..Collector::default()
         };
         c.file(2, 0, origin + w / 2, origin + 2 * w);
@@ -1186,6 +1204,9 @@ mod tests {
         }
         assert_eq!(c.series[2][..2], [w / 2, w]);
         assert_eq!(c.series[4], vec![10]);
+        // Each range counted in the window it ended in: window 2, then 3 (20 of them).
+        assert_eq!(c.ends[2], [0, 0, 1, SAMPLED_EVENTS as u64 + 4]);
+        assert_eq!(c.ends[4], [1]);
         // Depth 1 is in the windows, not in the samples.
         assert!(c.longest.iter().chain(&c.recent).all(|e| e.0 == 2));
         assert_eq!(c.longest[0], (2, origin + w / 2, origin + 2 * w));
@@ -1199,5 +1220,6 @@ mod tests {
         c.file(2, 0, origin + 300 * w, origin + 300 * w + 1);
         assert_eq!(c.window_ns, 2 * w);
         assert_eq!(c.series[2][0], w / 2 + w);
+        assert_eq!(c.ends[2][..2], [0, SAMPLED_EVENTS as u64 + 5]);
     }
 }

@@ -84,6 +84,7 @@ impl Timeline {
         }
         for ranges in &mut self.nvtx {
             merge_pairs(&mut ranges.ns);
+            merge_pairs(&mut ranges.ends);
         }
         self.window_ns *= 2;
     }
@@ -282,6 +283,11 @@ pub struct NvtxRanges {
     /// only (deeper ones, such as `emit_nvtx`'s per-op ranges, count in `count` and
     /// `total_ns` alone); empty when none was that shallow.
     pub ns: Vec<u64>,
+    /// Ranges of this name at depth 0 and 1 that ended, per window: the steps a window
+    /// holds, where a range times only the host's part of an asynchronous step. Absent in
+    /// dumps of gpuspy 0.1 before it.
+    #[serde(default)]
+    pub ends: Vec<u64>,
 }
 
 /// One NVTX range, as its name and its span.
