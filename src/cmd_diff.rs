@@ -909,7 +909,7 @@ mod tests {
                     },
                 ));
                 let mut t = timeline(&w, false);
-                let ended = |k: usize| (k as u64 * 10 / step_ms);
+                let ended = |k: usize| k as u64 * 10 / step_ms;
                 let ends: Vec<u64> = (0..w.len())
                     .map(|i| match i.checked_sub(startup_windows) {
                         Some(k) => ended(k + 1) - ended(k),
