@@ -9,9 +9,15 @@
 //! slot was recorded whole for up to that long, a third of a 0.5 s loop on the H200.
 //!
 //! Unified-memory counters have a cycle of their own, fixed: on the H200 they cost a
-//! managed-memory loop +60 % while on, and switching them takes 14-22 ms
-//! (bench/results/gpu-2026-11-30-sampling-1), so they are on for `UM_ON_NS` in every
-//! `UM_CYCLE` slots of that length: about 0.9 % of the loop's time, plus the switches.
+//! managed-memory loop +60 % while on (bench/results/gpu-2026-11-30-sampling-1), so they
+//! are on for one slot in `UM_CYCLE`. A slot lasts until its off switch returns, which
+//! took 14-22 ms in that run and 2.0 s in every one of 8 in a later one
+//! (bench/results/gpu-2026-11-30-session7-probe): the time off is `UM_CYCLE - 1` times
+//! the slot's real length, so the counters stay on 1/64 of the run however slow the
+//! switch (a 2.1 s slot every 134 s there).
+//!
+//! Every cycle counts its slot as long as it really was: a slot ended late (a starved
+//! thread) or grown long is followed by as many times its length off.
 
 /// How long the kinds stay on in each cycle: two windows of the timeline's first width.
 pub const ON_NS: u64 = 20_000_000;
@@ -109,16 +115,17 @@ impl DutyCycle {
     /// records does not compete with the program while they are on) with `records`
     /// records. True: switch them on again at once, the slot was within budget.
     pub fn slot_ended(&mut self, now: u64, records: u64) -> bool {
+        let length = now.saturating_sub(self.on_since);
         let cycle = self
             .fixed_cycle
-            .unwrap_or_else(|| cycle_for(records, now.saturating_sub(self.on_since)));
+            .unwrap_or_else(|| cycle_for(records, length));
         self.on = false;
         self.on_ns = if cycle == 1 {
             (self.on_ns * 2).min(MAX_ON_NS)
         } else {
             self.base_on_ns
         };
-        self.next_at = now + (cycle - 1) * self.on_ns;
+        self.next_at = now + (cycle - 1) * length.max(self.base_on_ns);
         cycle == 1
     }
 }
@@ -149,12 +156,13 @@ mod tests {
         assert!(d.slot_ended(ON_NS, 100));
         d.turned_on(ON_NS);
         assert_eq!(d.next_at(), 3 * ON_NS);
-        // 6,000 in that 40 ms slot: cycle 20, off for 19 slots of the first length.
+        // 6,000 in that 40 ms slot: cycle 20, off for 19 times its length, and on again
+        // for a slot of the first length.
         assert!(!d.slot_ended(3 * ON_NS, 6_000));
         assert!(!d.is_on());
-        assert_eq!(d.next_at(), 3 * ON_NS + 19 * ON_NS);
+        assert_eq!(d.next_at(), 3 * ON_NS + 19 * 2 * ON_NS);
         d.turned_on(d.next_at());
-        assert_eq!(d.next_at(), 23 * ON_NS);
+        assert_eq!(d.next_at(), 42 * ON_NS);
         // Slots grow no longer than MAX_ON_NS.
         for _ in 0..10 {
             let at = d.next_at();
@@ -178,9 +186,9 @@ mod tests {
         assert!(!d.over_budget(160 * MS, 150));
         assert_eq!(d.wake_at(), 180 * MS);
         assert!(d.over_budget(180 * MS, 3_000));
-        // Ended there, its cycle from its rate: 3,000 in 40 ms is 1 in 10.
+        // Ended there, its cycle from its rate: 3,000 in 40 ms is 1 in 10, so 9 x 40 ms off.
         assert!(!d.slot_ended(180 * MS, 3_000));
-        assert_eq!(d.next_at(), 180 * MS + 9 * ON_NS);
+        assert_eq!(d.next_at(), 180 * MS + 9 * 40 * MS);
         assert_eq!(d.wake_at(), d.next_at());
     }
 
@@ -189,5 +197,10 @@ mod tests {
         let mut d = DutyCycle::unified_memory(0);
         assert!(!d.slot_ended(UM_ON_NS, 0));
         assert_eq!(d.next_at(), UM_CYCLE * UM_ON_NS);
+        // An off switch that took 2 s (the H200's): the slot was 2.1 s, off 63 x that.
+        d.turned_on(d.next_at());
+        let ended = d.next_at() + 2_000 * MS;
+        assert!(!d.slot_ended(ended, 0));
+        assert_eq!(d.next_at(), ended + 63 * 2_100 * MS);
     }
 }

@@ -1,0 +1,291 @@
+/* What CUPTI's states cost a running program, in one process (issue 14): the launch loop
+ * and the managed-memory loop of modes.c, timed in blocks, first with no CUPTI loaded,
+ * then with libcupti loaded and gpuspy's buffer callbacks registered, in each state that
+ * gpuspy's sampled mode passes through, in rotating rounds:
+ *
+ *   attached   callbacks registered, unified-memory counters configured, no kind on
+ *   overhead   the OVERHEAD kind on (gpuspy keeps it on for the whole run)
+ *   traced     CONCURRENT_KERNEL, MEMCPY, MEMSET and OVERHEAD on (a recording slot)
+ *   um         the unified-memory counter kind on
+ *   toggling   a second thread turns the traced kinds on for 20 ms in every 400 ms and
+ *              flushes after each slot (the sampled mode on a launch-bound loop)
+ *   flushing   a second thread calls cuptiActivityFlushAll(0) every 20 ms, no kind on
+ *   finalized  after the rounds, cuptiFinalize: CUPTI detached again
+ *
+ * The second thread exists (polling every millisecond) in every state, `none` included.
+ * Prints one line per block: STATE ROUND launch_ns_per_iter managed_ns_per_iter, then the
+ * medians and each state's change against `none`; and the time each switch took.
+ *   cc -O2 -o cupti-cost bench/gpu/cupti-cost.c -ldl -lpthread
+ *   ./cupti-cost PATH/TO/libcupti.so [ROUNDS]                  (no CUDA toolkit needed) */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int (*Fn)();
+typedef int (*Launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      unsigned, void *, void **, void **);
+
+static const char PTX[] =
+    ".version 7.0\n.target sm_50\n.address_size 64\n"
+    ".visible .entry empty() { ret; }\n"
+    ".visible .entry touch(.param .u64 p, .param .u32 n) {\n"
+    "  .reg .u32 %r<6>; .reg .u64 %rd<4>; .reg .pred %q;\n"
+    "  mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ntid.x; mov.u32 %r3, %tid.x;\n"
+    "  mad.lo.u32 %r4, %r1, %r2, %r3;\n"
+    "  ld.param.u32 %r5, [n];\n"
+    "  setp.ge.u32 %q, %r4, %r5;\n"
+    "  @%q ret;\n"
+    "  ld.param.u64 %rd1, [p];\n"
+    "  mul.wide.u32 %rd2, %r4, 4096;\n"
+    "  add.u64 %rd3, %rd1, %rd2;\n"
+    "  ld.global.u32 %r1, [%rd3];\n"
+    "  add.u32 %r1, %r1, 1;\n"
+    "  st.global.u32 [%rd3], %r1;\n"
+    "  ret;\n}\n";
+
+enum { MEMCPY = 1, MEMSET = 2, CONCURRENT_KERNEL = 10, OVERHEAD = 17, UM_COUNTER = 25 };
+static const int TRACED[] = {CONCURRENT_KERNEL, MEMCPY, MEMSET, OVERHEAD};
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void host_work(long long ns) {
+    long long until = now_ns() + ns;
+    while (now_ns() < until) {
+    }
+}
+
+static Launch launch;
+static Fn stream_sync, ctx_sync;
+static void *empty, *touch;
+static unsigned long long managed;
+static const unsigned PAGES = 16384;
+
+/* modes.c's launch loop: 2 empty kernels and 5 µs of host work per iteration. */
+static double launch_block(void) {
+    const long iters = 20000;
+    stream_sync(NULL);
+    long long t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        launch(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+        host_work(2500);
+        launch(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+        host_work(2500);
+        if ((i & 255) == 255) stream_sync(NULL);
+    }
+    stream_sync(NULL);
+    return (double)(now_ns() - t0) / iters;
+}
+
+/* modes.c's managed loop: the host writes a word of every page, a kernel increments it. */
+static double managed_block(void) {
+    const long iters = 6;
+    volatile unsigned *host = (volatile unsigned *)(unsigned long)managed;
+    unsigned pages = PAGES;
+    long long t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        for (unsigned k = 0; k < PAGES; k++) host[k * 1024] += 1;
+        void *args[] = {&managed, &pages};
+        launch(touch, PAGES / 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
+        ctx_sync();
+    }
+    return (double)(now_ns() - t0) / iters;
+}
+
+/* CUPTI, through dlsym: the V1 activity API gpuspy uses (shim/src/gpu/cupti.rs). */
+static int (*enable)(int), (*disable)(int), (*flush_all)(int);
+static int (*next_record)(void *, size_t, void **);
+static atomic_long records;
+
+static void on_request(unsigned char **buffer, size_t *size, size_t *max_records) {
+    *size = 512 << 10;
+    *buffer = aligned_alloc(8, *size);
+    *max_records = 0;
+}
+
+static void on_complete(void *ctx, unsigned stream, unsigned char *buffer, size_t size,
+                        size_t valid) {
+    (void)ctx, (void)stream, (void)size;
+    void *record = NULL;
+    while (next_record(buffer, valid, &record) == 0) atomic_fetch_add(&records, 1);
+    free(buffer);
+}
+
+static atomic_int background; /* 0 none, 1 toggling, 2 flushing, -1 stop */
+
+/* Looks every millisecond; OVERHEAD stays on meanwhile, as gpuspy keeps it. */
+static void *background_thread(void *arg) {
+    (void)arg;
+    long long next = 0;
+    int on = 0, what;
+    while ((what = atomic_load(&background)) >= 0) {
+        long long t = now_ns();
+        if (what == 1 && t >= next) {
+            for (int k = 0; k < 3; k++) on ? disable(TRACED[k]) : enable(TRACED[k]);
+            if (on) flush_all(0);
+            next = t + (on ? 380000000LL : 20000000LL);
+            on = !on;
+        } else if (what == 2 && t >= next) {
+            flush_all(0);
+            next = t + 20000000LL;
+        } else if (what == 0) {
+            for (int k = 0; on && k < 3; k++) disable(TRACED[k]);
+            on = 0, next = 0;
+        }
+        usleep(1000);
+    }
+    return NULL;
+}
+
+static double median(double *v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static const char *STATES[] = {"none",     "attached", "overhead", "traced",
+                               "um",       "toggling", "flushing", "finalized"};
+enum { NSTATES = 7, MAX_ROUNDS = 16 };
+/* The states measured in rounds, then `finalized`. */
+static double launch_ns[NSTATES + 1][MAX_ROUNDS], managed_ns[NSTATES + 1][MAX_ROUNDS];
+
+static long long timed(int (*f)(int), int kind) {
+    long long t0 = now_ns();
+    f(kind);
+    return now_ns() - t0;
+}
+
+static void measure(int s, int r) {
+    long long switch_ns = 0;
+    switch (s) {
+    case 2: switch_ns = timed(enable, OVERHEAD); break;
+    case 3:
+        for (int k = 0; k < 4; k++) switch_ns += timed(enable, TRACED[k]);
+        break;
+    case 4: switch_ns = timed(enable, UM_COUNTER); break;
+    case 5:
+    case 6:
+        enable(OVERHEAD);
+        atomic_store(&background, s == 5 ? 1 : 2);
+        break;
+    }
+    launch_ns[s][r] = launch_block();
+    managed_ns[s][r] = managed_block();
+    long long off_ns = 0;
+    switch (s) {
+    case 2: off_ns = timed(disable, OVERHEAD); break;
+    case 3:
+        for (int k = 0; k < 4; k++) off_ns += timed(disable, TRACED[k]);
+        break;
+    case 4: off_ns = timed(disable, UM_COUNTER); break;
+    case 5:
+    case 6:
+        atomic_store(&background, 0);
+        usleep(5000);
+        disable(OVERHEAD);
+        break;
+    }
+    flush_all(1);
+    printf("%s %d %.1f %.1f switch_on_us %.1f switch_off_us %.1f records %ld\n", STATES[s], r,
+           launch_ns[s][r], managed_ns[s][r], switch_ns / 1e3, off_ns / 1e3,
+           atomic_load(&records));
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: cupti-cost LIBCUPTI [ROUNDS]\n");
+        return 2;
+    }
+    int rounds = argc > 2 ? atoi(argv[2]) : 5;
+    if (rounds < 1 || rounds > MAX_ROUNDS) rounds = 5;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "no driver: %s\n", dlerror());
+        return 1;
+    }
+#define GET(name) ((Fn)dlsym(h, name))
+    void *ctx = 0, *mod = 0;
+    int dev = 0;
+    if (GET("cuInit")(0) || GET("cuDeviceGet")(&dev, 0) ||
+        GET("cuDevicePrimaryCtxRetain")(&ctx, dev) || GET("cuCtxSetCurrent")(ctx) ||
+        GET("cuModuleLoadData")(&mod, PTX) || GET("cuModuleGetFunction")(&empty, mod, "empty") ||
+        GET("cuModuleGetFunction")(&touch, mod, "touch") ||
+        GET("cuMemAllocManaged")(&managed, (size_t)PAGES * 4096, 1)) {
+        fprintf(stderr, "driver setup failed\n");
+        return 1;
+    }
+    launch = (Launch)dlsym(h, "cuLaunchKernel");
+    stream_sync = GET("cuStreamSynchronize");
+    ctx_sync = GET("cuCtxSynchronize");
+    /* The second thread runs from the start, so that every state has it. */
+    pthread_t thread;
+    pthread_create(&thread, NULL, background_thread, NULL);
+    launch_block(), managed_block(); /* warm-up */
+    /* `none` before CUPTI is loaded, each round: nothing can be unloaded after. */
+    for (int r = 0; r < rounds; r++) {
+        launch_ns[0][r] = launch_block();
+        managed_ns[0][r] = managed_block();
+        printf("none %d %.1f %.1f\n", r, launch_ns[0][r], managed_ns[0][r]);
+    }
+    long long t0 = now_ns();
+    void *cupti = dlopen(argv[1], RTLD_NOW);
+    if (!cupti) {
+        fprintf(stderr, "no CUPTI: %s\n", dlerror());
+        return 1;
+    }
+    int (*register_callbacks)(void *, void *) = dlsym(cupti, "cuptiActivityRegisterCallbacks");
+    int (*configure_um)(void *, unsigned) =
+        dlsym(cupti, "cuptiActivityConfigureUnifiedMemoryCounter");
+    enable = dlsym(cupti, "cuptiActivityEnable");
+    disable = dlsym(cupti, "cuptiActivityDisable");
+    flush_all = dlsym(cupti, "cuptiActivityFlushAll");
+    next_record = dlsym(cupti, "cuptiActivityGetNextRecord");
+    if (!register_callbacks || !configure_um || !enable || !disable || !flush_all ||
+        !next_record || register_callbacks(on_request, on_complete)) {
+        fprintf(stderr, "CUPTI's activity API missing or refused\n");
+        return 1;
+    }
+    struct { unsigned scope, kind, device, enable; } um[5];
+    for (int k = 0; k < 5; k++) um[k].scope = 1, um[k].kind = k + 1, um[k].device = 0, um[k].enable = 1;
+    int um_result = configure_um(um, 5);
+    printf("attach_ms %.1f um_configure %d\n", (now_ns() - t0) / 1e6, um_result);
+    /* Rotating order: round r starts at state 1 + r. */
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < NSTATES - 1; k++) measure(1 + (r + k) % (NSTATES - 1), r);
+    /* Detached again: whether cuptiFinalize gives the launch path back. */
+    int (*finalize)(void) = dlsym(cupti, "cuptiFinalize");
+    t0 = now_ns();
+    int finalized = finalize ? finalize() : -1;
+    printf("finalize %d ms %.1f\n", finalized, (now_ns() - t0) / 1e6);
+    for (int r = 0; r < rounds; r++) {
+        launch_ns[NSTATES][r] = launch_block();
+        managed_ns[NSTATES][r] = managed_block();
+        printf("finalized %d %.1f %.1f\n", r, launch_ns[NSTATES][r], managed_ns[NSTATES][r]);
+    }
+    atomic_store(&background, -1);
+    pthread_join(thread, NULL);
+    double base_l = 0, base_m = 0;
+    printf("state      launch ns/iter  vs none   managed ns/iter  vs none   (medians of %d)\n",
+           rounds);
+    for (int s = 0; s <= NSTATES; s++) {
+        double l = median(launch_ns[s], rounds), m = median(managed_ns[s], rounds);
+        if (s == 0) base_l = l, base_m = m;
+        printf("%-9s %14.1f %+8.2f%% %16.1f %+8.2f%%\n", STATES[s], l, 100 * (l / base_l - 1), m,
+               100 * (m / base_m - 1));
+    }
+    return 0;
+}
