@@ -110,6 +110,33 @@ fn unified_memory_recorded_on_the_h200_is_the_verdict() {
 }
 
 #[test]
+fn a_dump_with_gpm_slots_written_as_null_loads() {
+    // bench/results/gpu-2026-11-30-session7-phases-2, long um-fixed: NVML answered NaN for
+    // DRAM bandwidth in one slot, and that build wrote it as null, and the gauge's mean too;
+    // `report` called the whole dump malformed.
+    let r = report_json(&[&data("h200-gpm-nan.json")]);
+    let telemetry = &r["gpu"][0]["devices"][0]["telemetry"];
+    let series = &telemetry["series"]["dram_bw_util_pct"];
+    let slots = series.as_array().unwrap();
+    // 4 slots without a reading, and the null one.
+    assert_eq!(slots.len(), 24);
+    assert_eq!(
+        slots.iter().filter(|v| v.as_f64() == Some(-1.0)).count(),
+        5,
+        "{series}"
+    );
+    // The gauge without a mean is dropped; the others stay.
+    assert!(
+        telemetry["gpm"]["dram_bw_util_pct"].is_null(),
+        "{telemetry}"
+    );
+    assert_eq!(
+        telemetry["gpm"]["sm_active_pct"]["samples"], 22,
+        "{telemetry}"
+    );
+}
+
+#[test]
 fn a_dump_that_stepped_aside_for_torch_profiler_says_so() {
     // bench/gpu/truth.sh step 3(d): torch.profiler over the second half of the loop.
     let r = report_json(&[&data("h200-torch-paced-late.json")]);

@@ -171,17 +171,51 @@ pub struct Gpm {
     /// instance 3) or why not (`not supported by this GPU`).
     pub active: bool,
     pub note: String,
+    #[serde(default, deserialize_with = "gauge")]
     pub sm_active_pct: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub sm_occupancy_pct: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub tensor_active_pct: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub dfma_tensor_pct: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub hmma_tensor_pct: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub imma_tensor_pct: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub dram_bw_util_pct: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub pcie_tx_mib_per_s: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub pcie_rx_mib_per_s: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub nvlink_tx_mib_per_s: Option<Gauge>,
+    #[serde(default, deserialize_with = "gauge")]
     pub nvlink_rx_mib_per_s: Option<Gauge>,
+}
+
+/// A GPM gauge, None where a figure of it is `null`: the shim of 2026-11-30 summed NVML's
+/// NaN answers into the mean, which serde_json writes as null.
+fn gauge<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Gauge>, D::Error> {
+    #[derive(Deserialize)]
+    struct Written {
+        samples: u64,
+        min: Option<f64>,
+        mean: Option<f64>,
+        max: Option<f64>,
+        last: Option<f64>,
+    }
+    let w: Option<Written> = Deserialize::deserialize(d)?;
+    Ok(w.and_then(|w| {
+        Some(Gauge {
+            samples: w.samples,
+            min: w.min?,
+            mean: w.mean?,
+            max: w.max?,
+            last: w.last?,
+        })
+    }))
 }
 
 /// A sampled quantity: min, mean, max and the last value.
@@ -213,18 +247,25 @@ pub struct TelemetrySeries {
     pub gpu_temp_c: Vec<f32>,
     /// GPM figures (`Gpm`); empty where GPM did not sample. A slot without a GPM reading
     /// holds `NO_READING`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "readings")]
     pub sm_active_pct: Vec<f32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "readings")]
     pub sm_occupancy_pct: Vec<f32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "readings")]
     pub tensor_active_pct: Vec<f32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "readings")]
     pub dram_bw_util_pct: Vec<f32>,
 }
 
 /// A GPM series slot without a reading.
 pub const NO_READING: f32 = -1.0;
+
+/// A GPM column, where `null` is a slot without a reading: the shim of 2026-11-30 wrote
+/// NVML's NaN answers so (serde_json writes NaN as null) and its dumps must still load.
+fn readings<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error> {
+    let slots: Vec<Option<f32>> = Deserialize::deserialize(d)?;
+    Ok(slots.into_iter().map(|v| v.unwrap_or(NO_READING)).collect())
+}
 
 impl TelemetrySeries {
     /// The mean of `column` (one of this series' columns) over `[from, to)` (Unix ns):

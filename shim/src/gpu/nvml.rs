@@ -458,8 +458,10 @@ impl Nvml {
             return None;
         }
         let mut reading: GpmReading = [None; GPM_METRIC_IDS.len()];
+        // The H200's driver 580 answered NaN now and then (DRAM bandwidth): no reading,
+        // which a dump writes as NO_READING; JSON has no NaN.
         for (v, m) in reading.iter_mut().zip(&q.metrics) {
-            *v = (m.nvml_return == 0).then_some(m.value);
+            *v = (m.nvml_return == 0 && m.value.is_finite()).then_some(m.value);
         }
         Some(reading)
     }
