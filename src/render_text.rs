@@ -285,7 +285,7 @@ fn phases(out: &mut String, r: &Report) {
         return;
     };
     let mut line = format!(
-        "  steady state {}: {} launches/s, host blocked in syncs {}",
+        "  steady state {}: {} launches/s, host blocked in syncs {} of it",
         duration(s.ns),
         s.launches_per_s,
         percent(Some(s.blocked_share))
@@ -294,14 +294,14 @@ fn phases(out: &mut String, r: &Report) {
         let causes: Vec<String> = s
             .idle
             .iter()
-            .map(|i| format!("{} {}", i.cause.describe(), percent(Some(i.share))))
+            .map(|i| format!("{} {} of it", i.cause.describe(), percent(Some(i.share))))
             .collect();
-        let _ = write!(line, ", GPU idle {}", percent(Some(idle)));
+        let _ = write!(line, ", GPU idle {} of it", percent(Some(idle)));
         if !causes.is_empty() {
             let _ = write!(line, " ({})", causes.join(", "));
         }
         if let Some(copying) = s.gpu_transfer_share.filter(|&share| share > 0.0) {
-            let _ = write!(line, ", copying {}", percent(Some(copying)));
+            let _ = write!(line, ", copying {} of it", percent(Some(copying)));
         }
     }
     if let Some(step) = &s.step {
@@ -476,7 +476,7 @@ fn gpu_use(out: &mut String, u: &GpuUse) {
     let s = &u.shares;
     let _ = writeln!(
         out,
-        "  The kernels kept the SMs active {} of the span (occupancy {}), the tensor pipes {}, DRAM bandwidth {} of its peak (GPM).",
+        "  The kernels kept the SMs active {} of the span (occupancy {} of the warp slots), the tensor pipes {} of it, DRAM bandwidth {} of its peak (GPM).",
         percent(s.sm_active_share),
         percent(s.sm_occupancy_share),
         percent(s.tensor_active_share),
@@ -535,7 +535,7 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
     if g.sm_active_share.is_some() {
         let _ = writeln!(
             out,
-            "      GPM over the same span: SM active {}, occupancy {}, tensor pipes {}, DRAM bandwidth {}",
+            "      GPM: SM active {} of the span, occupancy {} of the warp slots, tensor pipes active {} of the span, DRAM bandwidth {} of its peak",
             percent(g.sm_active_share),
             percent(g.sm_occupancy_share),
             percent(g.tensor_active_share),
@@ -1071,7 +1071,7 @@ mod tests {
         };
         let fp32 = render_with(0.0, 5.0, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n");
         assert!(fp32.contains("Verdict: GPU-bound."), "{fp32}");
-        assert!(fp32.contains("The kernels kept the SMs active 90.0 % of the span (occupancy 40.0 %), the tensor pipes 0.0 %, DRAM bandwidth 5.0 % of its peak (GPM)."), "{fp32}");
+        assert!(fp32.contains("The kernels kept the SMs active 90.0 % of the span (occupancy 40.0 % of the warp slots), the tensor pipes 0.0 % of it, DRAM bandwidth 5.0 % of its peak (GPM)."), "{fp32}");
         assert!(fp32.contains("Low tensor-pipe use: matmul kernels hold 100.0 % of kernel time, but the tensor pipes worked 0.0 % of the span."), "{fp32}");
         assert!(!fp32.contains("Memory-bandwidth-bound"), "{fp32}");
         let elementwise = render_with(0.0, 86.0, "vectorized_elementwise_kernel");
@@ -1088,7 +1088,7 @@ mod tests {
             !bf16.contains("Memory-bandwidth-bound") && !bf16.contains("Low tensor-pipe use"),
             "{bf16}"
         );
-        assert!(bf16.contains("GPM over the same span: SM active 90.0 %, occupancy 40.0 %, tensor pipes 93.0 %, DRAM bandwidth 17.0 %"), "{bf16}");
+        assert!(bf16.contains("GPM: SM active 90.0 % of the span, occupancy 40.0 % of the warp slots, tensor pipes active 93.0 % of the span, DRAM bandwidth 17.0 % of its peak"), "{bf16}");
     }
 }
 

@@ -131,7 +131,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         copies,
         unwrapped_symbols: unwrapped::names(),
         nccl: crate::nccl::snapshot(),
-        gpu: crate::gpu::snapshot(),
+        gpu: crate::gpu::snapshot(table.launches().as_ref()),
         timeline: None,
         call_sites: crate::pystack::snapshot(),
         hangs: crate::watchdog::hangs(),

@@ -355,6 +355,16 @@ pub fn tick() -> u64 {
     next_edge.saturating_sub(now).clamp(1, DRAIN_NS)
 }
 
+impl Table {
+    /// The kernel launches filed so far, per window; None before the first tick.
+    pub fn launches(&self) -> Option<crate::gpu::activity::Launches<'_>> {
+        (self.origin != 0).then_some(crate::gpu::activity::Launches {
+            window_ns: self.window_ns,
+            per_window: &self.host.launches,
+        })
+    }
+}
+
 /// Held while a dump reads the blocks, so that its totals and the last window agree.
 pub fn lock() -> Guard<'static, Table> {
     TABLE.lock()

@@ -349,8 +349,14 @@ pub struct Sampled {
     /// Time recorded, and the time from the first recording period to the last one's end.
     pub observed_ns: u64,
     pub covered_ns: u64,
-    /// `covered_ns / observed_ns`: what the recorded counts and times were multiplied by.
+    /// `covered_ns / observed_ns`: what the recorded copies and memsets were multiplied by,
+    /// and everything else where `kernel_factor` is absent.
     pub factor: f64,
+    /// The host's kernel launches over those made while activity was recorded: what the
+    /// recorded kernel statistics were multiplied by. Absent without launches recorded,
+    /// and in dumps before 2026-11-30's session 7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_factor: Option<f64>,
 }
 
 /// GPU idle gaps this long are pauses between phases of a run (set-up such as a model

@@ -444,12 +444,16 @@ impl Aggregator {
     }
 
     /// Per-device activity as of now, every interval received so far included. Does not
-    /// disturb the running state, so it serves periodic dumps too.
-    pub fn devices(&self) -> Vec<(u32, Activity)> {
+    /// disturb the running state, so it serves periodic dumps too. `launches`: the host's,
+    /// by which sampled kernel statistics are extrapolated.
+    pub fn devices(&self, launches: Option<&Launches>) -> Vec<(u32, Activity)> {
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
-            .map(|(&ordinal, d)| (ordinal, d.snapshot(self.since_unix_ns, self.sampled)))
+            .map(|(&ordinal, d)| {
+                let sampling = self.sampled.then(|| d.sampled(launches));
+                (ordinal, d.snapshot(self.since_unix_ns, sampling))
+            })
             .collect()
     }
 
@@ -579,6 +583,39 @@ impl Series {
         }
         self.values.resize(len.max(self.values.len()), 0);
         self.values
+    }
+}
+
+/// The host's kernel launches per window, on the timeline's grid (the process start, a
+/// width doubled from `FIRST_WINDOW_NS`).
+pub struct Launches<'a> {
+    pub window_ns: u64,
+    pub per_window: &'a [u64],
+}
+
+impl Launches<'_> {
+    /// All launches over those made while `observed` (recorded ns per window) was being
+    /// recorded; None when none was. The launch rate changes over a run (start-up, JIT,
+    /// pauses: a slot recorded while nothing launched says nothing of the loop), and
+    /// kernels follow launches: on the H200 the ratio of time covered to time recorded
+    /// put a launch-bound loop's kernels at 15-74 % of its launches, this ratio at 96-99 %
+    /// (bench/gpu/kernel_extrapolation.py).
+    fn factor(&self, observed: &Series) -> Option<f64> {
+        let width = self.window_ns.max(observed.window_ns);
+        let mut launches = self.per_window.to_vec();
+        let mut at = self.window_ns;
+        while at < width {
+            timeline::merge_pairs(&mut launches);
+            at *= 2;
+        }
+        let observed = observed.clone().at_width(width, launches.len());
+        let all: u64 = launches.iter().sum();
+        let seen: f64 = launches
+            .iter()
+            .zip(&observed)
+            .map(|(&n, &ns)| n as f64 * ns.min(width) as f64 / width as f64)
+            .sum();
+        (seen > 0.0).then(|| (all as f64 / seen).max(1.0))
     }
 }
 
@@ -1027,8 +1064,9 @@ impl DeviceAgg {
         self.sweep.frontier = to;
     }
 
-    /// Observed over covered time, when activity was sampled.
-    fn sampled(&self) -> Sampled {
+    /// Observed over covered time, and all launches over the launches recorded, when
+    /// activity was sampled.
+    fn sampled(&self, launches: Option<&Launches>) -> Sampled {
         let covered = self
             .sweep
             .frontier
@@ -1042,6 +1080,7 @@ impl DeviceAgg {
             } else {
                 1.0
             },
+            kernel_factor: launches.and_then(|l| l.factor(&self.series.observed)),
         }
     }
 
@@ -1058,7 +1097,9 @@ impl DeviceAgg {
         series
     }
 
-    fn snapshot(&self, since_unix_ns: u64, sampled: bool) -> Activity {
+    /// The activity, scaled by `sampling`'s factors where it was sampled: copies and
+    /// memsets by time, kernel statistics by launches where the host's were known.
+    fn snapshot(&self, since_unix_ns: u64, sampling: Option<Sampled>) -> Activity {
         let (mut busy, mut active) = (self.busy.clone(), self.active.clone());
         let mut pending = self.pending.clone();
         pending.sort_unstable_by_key(|i| i.start);
@@ -1070,9 +1111,11 @@ impl DeviceAgg {
         }
         busy.close();
         active.close();
-        let sampling = sampled.then(|| self.sampled());
         let factor = sampling.as_ref().map_or(1.0, |s| s.factor);
-        let n = |v: u64| scale(v, factor);
+        let kernel_factor = sampling
+            .as_ref()
+            .map_or(1.0, |s| s.kernel_factor.unwrap_or(s.factor));
+        let n = |v: u64| scale(v, kernel_factor);
         let stat = |k: &KernelStat, name: String| KernelStat {
             name,
             calls: n(k.calls),
@@ -1224,6 +1267,7 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+    const US: u64 = 1_000;
     const T0: u64 = 1_700_000_000_000_000_000;
 
     fn kernel(start: u64, end: u64) -> Record<'static> {
@@ -1249,6 +1293,46 @@ mod tests {
     }
 
     /// Full capture from T0, the grid's origin too.
+    #[test]
+    fn kernels_are_extrapolated_by_the_launches_made_while_recording() {
+        // Recorded for the first 10 ms, when the program launched nothing, and for 2 ms
+        // of the loop, whose 100 launches per 10 ms window ran in windows 1-9: the 20
+        // kernels recorded stand for all 900 launches (one in 45 was recorded), not for 20
+        // times covered over recorded time.
+        let mut agg = Aggregator::new(T0, T0, 0, true);
+        agg.period_off(T0 + 10 * MS);
+        agg.settle(T0 + 10 * MS, T0 + 10 * MS, &mut no_events);
+        agg.period_on(T0 + 50 * MS);
+        for k in 0..20 {
+            let start = 50 * MS + k * 100 * US;
+            agg.add(kernel(start, start + 50 * US));
+        }
+        agg.period_off(T0 + 52 * MS);
+        agg.settle(u64::MAX, T0 + 100 * MS, &mut no_events);
+        let mut launches = vec![100; 10];
+        launches[0] = 0;
+        let host = Launches {
+            window_ns: FIRST_WINDOW_NS,
+            per_window: &launches,
+        };
+        let a = agg.devices(Some(&host)).remove(0).1;
+        let sampled = a.sampled.unwrap();
+        assert_eq!(sampled.kernel_factor, Some(45.0));
+        assert_eq!((a.kernels, a.kernel_ns), (900, 900 * 50 * US));
+        assert_eq!(a.top_kernels[0].calls, 900);
+        // By time, the 20 would have counted 52 / 12 times.
+        assert_eq!(sampled.observed_ns, 12 * MS);
+        assert_eq!(sampled.covered_ns, 52 * MS);
+        // Without the host's launches, or with none in the recorded windows: by time.
+        assert_eq!(agg.devices(None).remove(0).1.kernels, 87);
+        launches[5] = 0;
+        let host = Launches {
+            window_ns: FIRST_WINDOW_NS,
+            per_window: &launches,
+        };
+        assert_eq!(agg.devices(Some(&host)).remove(0).1.sampled.unwrap().kernel_factor, None);
+    }
+
     fn full() -> Aggregator {
         Aggregator::new(T0, T0, 0, false)
     }
@@ -1258,7 +1342,7 @@ mod tests {
     }
 
     fn only(agg: &Aggregator) -> Activity {
-        let mut devices = agg.devices();
+        let mut devices = agg.devices(None);
         assert_eq!(devices.len(), 1);
         devices.remove(0).1
     }
@@ -1738,6 +1822,7 @@ mod tests {
                 observed_ns: 1_000 * us,
                 covered_ns: covered,
                 factor: 9.1,
+                kernel_factor: None,
             })
         );
         // 910 kernels of 5 µs started in [0, 9,100 µs).
@@ -1890,7 +1975,7 @@ mod accounting {
         assert_eq!(busy[9..], [10 * US, 500 * US, MS]);
         let (_, w) = agg.windows(T0);
         assert_eq!(w[0].transfer_ns[..2], [500 * US, 0]);
-        let a = agg.devices().remove(0).1;
+        let a = agg.devices(None).remove(0).1;
         let sampled = a.sampled.unwrap();
         assert_eq!(sampled.observed_ns, 20 * MS + 510 * US + 10 * MS);
     }
@@ -1926,7 +2011,7 @@ mod accounting {
         assert_eq!(observed, [10 * MS, 10 * MS]);
         assert_eq!(busy, [MS, 2 * MS]);
         assert_eq!(idle, [9 * MS, 8 * MS]);
-        let a = agg.devices().remove(0).1;
+        let a = agg.devices(None).remove(0).1;
         assert_eq!((a.late_records, a.late_ns), (1, 5 * MS));
         assert_eq!(a.busy_ns, 3 * MS);
     }

@@ -485,14 +485,15 @@ fn sample(nvml: &Nvml, devices: &mut BTreeMap<u32, Sampled>, pid: u32, with_proc
 }
 
 /// The GPU section of a dump; None when collection never started in this process.
-pub fn snapshot() -> Option<Gpu> {
+/// `launches`: the host's per window, by which sampled kernel statistics are extrapolated.
+pub fn snapshot(launches: Option<&activity::Launches>) -> Option<Gpu> {
     if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
         return None;
     }
     let (activity, unified_memory, cupti_overhead) = match cupti::AGGREGATOR.lock() {
         Ok(guard) => match guard.as_ref() {
             Some(agg) => (
-                agg.devices(),
+                agg.devices(launches),
                 agg.unified_memory(clock::unix_ns()),
                 agg.overhead(),
             ),
