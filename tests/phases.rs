@@ -203,9 +203,7 @@ fn a_slow_module_loading_start_up_then_a_sync_stalled_loop_gets_sync_stalled_fir
         "{text}"
     );
     assert!(
-        text.contains(
-            "GPU idle 50.0 % of it (after a sync 40.0 % of it, host work 10.0 % of it)"
-        ),
+        text.contains("GPU idle 50.0 % of it (after a sync 40.0 % of it, host work 10.0 % of it)"),
         "{text}"
     );
     assert!(text.contains("Verdict: sync-stalled"), "{text}");

@@ -1330,7 +1330,15 @@ mod tests {
             window_ns: FIRST_WINDOW_NS,
             per_window: &launches,
         };
-        assert_eq!(agg.devices(Some(&host)).remove(0).1.sampled.unwrap().kernel_factor, None);
+        assert_eq!(
+            agg.devices(Some(&host))
+                .remove(0)
+                .1
+                .sampled
+                .unwrap()
+                .kernel_factor,
+            None
+        );
     }
 
     fn full() -> Aggregator {
