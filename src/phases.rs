@@ -701,6 +701,31 @@ fn steady_state(
             s.whole.add(h, i);
         }
         let step_ranges: Vec<_> = t.nvtx.iter().filter(|r| is_step_name(&r.name)).collect();
+        let last_steady = (0..w.n).rfind(|&i| {
+            let (start, end) = w.span(i);
+            axis.steady.get(i) == Some(&true) && inside(start + (end - start) / 2)
+        });
+        // Per device, the cause of the idle gap the loop ended in: the window after the
+        // steady state idle under one cause, without a kernel. The last steady window's
+        // idle of that cause is that gap's beginning: the end of the loop, not an idle
+        // share of it. In a short run a window is 40-80 ms, and the idle after the loop's
+        // final sync filled half the last steady window (a healthy torch.compile loop read
+        // 9.7 % idle after syncs on the H200).
+        let tails: Vec<Option<IdleCause>> = t
+            .devices
+            .iter()
+            .map(|d| {
+                let next = last_steady? + 1;
+                let accounted = accounted_ns(d, next);
+                if next >= w.n || at(&d.busy_ns, next) > 0 || accounted == 0 {
+                    return None;
+                }
+                d.idle_ns
+                    .iter()
+                    .find(|s| 2 * at(&s.ns, next) >= accounted)
+                    .map(|s| s.cause)
+            })
+            .collect();
         let mut steady_ns = 0;
         let mut ended = vec![0u64; step_ranges.len()];
         for i in (0..w.n).filter(|&i| axis.steady.get(i) == Some(&true)) {
@@ -716,14 +741,22 @@ fn steady_state(
             s.host.add(h, i);
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
-            for d in &t.devices {
+            for (d, tail) in t.devices.iter().zip(&tails) {
                 let accounted = accounted_ns(d, i);
                 if accounted == 0 {
                     continue;
                 }
+                // The final gap's beginning: idle of its cause in the last steady window.
+                let tail_idle = |cause: IdleCause| {
+                    (Some(i) == last_steady && *tail == Some(cause))
+                        .then(|| d.idle_ns.iter().find(|s| s.cause == cause))
+                        .flatten()
+                        .map_or(0, |s| at(&s.ns, i))
+                };
+                let removed: u64 = d.idle_ns.iter().map(|s| tail_idle(s.cause)).sum();
                 let g = gpu.get_or_insert_with(SteadyGpu::default);
-                g.ns += len;
-                accounted_total += accounted;
+                g.ns += len - scale(removed, len, accounted);
+                accounted_total += accounted - removed;
                 g.busy_ns += at(&d.busy_ns, i);
                 g.transfer_ns += at(&d.transfer_ns, i);
                 for series in &d.idle_ns {
@@ -736,7 +769,7 @@ fn steady_state(
                         IdleCause::Host => IdleKind::Host,
                         IdleCause::Unknown => IdleKind::Unknown,
                     };
-                    let ns = at(&series.ns, i);
+                    let ns = at(&series.ns, i) - tail_idle(series.cause);
                     if ns > 0 {
                         *g.idle.entry(kind).or_default() += ns;
                     }
@@ -1135,6 +1168,40 @@ mod tests {
             BTreeMap::from([(IdleKind::AfterSync, 48 * MS), (IdleKind::Host, 16 * MS)])
         );
         assert!((g.share(IdleKind::AfterSync) - 0.3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_idle_the_loop_ends_in_is_not_the_steady_states() {
+        // 20 loop windows, then the last one, whose final sync returns after 2 ms of work
+        // and leaves the GPU idle for good: 8 ms of it is the end of the loop, as the
+        // idle windows after it say.
+        let mut w = times(20, LOOP);
+        w.push(W {
+            busy_ns: 2 * MS,
+            idle_after_sync: 8 * MS,
+            idle_host: 0,
+            ..LOOP
+        });
+        w.extend(times(
+            10,
+            W {
+                idle_after_sync: 10 * MS,
+                ..QUIET
+            },
+        ));
+        let s = steady(&profile(timeline(&w, true))).unwrap();
+        assert_eq!(s.ns, 210 * MS);
+        let g = s.gpu.unwrap();
+        assert_eq!((g.ns, g.busy_ns), (202 * MS, 122 * MS));
+        assert_eq!(
+            g.idle,
+            BTreeMap::from([(IdleKind::AfterSync, 60 * MS), (IdleKind::Host, 20 * MS)])
+        );
+        // Where the loop goes on after that window, its 8 ms are the loop's.
+        w.truncate(21);
+        w.push(LOOP);
+        let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
+        assert_eq!(g.idle[&IdleKind::AfterSync], (21 * 3 + 8) * MS);
     }
 
     #[test]
