@@ -1266,11 +1266,11 @@ impl Union {
 mod tests {
     use super::*;
 
-    const MS: u64 = 1_000_000;
-    const US: u64 = 1_000;
-    const T0: u64 = 1_700_000_000_000_000_000;
+    pub(super) const MS: u64 = 1_000_000;
+    pub(super) const US: u64 = 1_000;
+    pub(super) const T0: u64 = 1_700_000_000_000_000_000;
 
-    fn kernel(start: u64, end: u64) -> Record<'static> {
+    pub(super) fn kernel(start: u64, end: u64) -> Record<'static> {
         Record::Kernel {
             device: 0,
             start: T0 + start,
@@ -1345,7 +1345,7 @@ mod tests {
         Aggregator::new(T0, T0, 0, false)
     }
 
-    fn no_events(_: u64, _: u64, _: &mut Vec<HostEvent>) -> bool {
+    pub(super) fn no_events(_: u64, _: u64, _: &mut Vec<HostEvent>) -> bool {
         true
     }
 
@@ -1906,25 +1906,8 @@ mod tests {
 mod accounting {
     //! Per window, observed time is busy plus transfer plus idle: nothing counted as
     //! observed is none of them.
+    use super::tests::{kernel, no_events, MS, T0, US};
     use super::*;
-
-    const MS: u64 = 1_000_000;
-    const US: u64 = 1_000;
-    const T0: u64 = 1_700_000_000_000_000_000;
-
-    fn kernel(start: u64, end: u64) -> Record<'static> {
-        Record::Kernel {
-            device: 0,
-            start: T0 + start,
-            end: T0 + end,
-            name: Some(c"_Z4stepv"),
-            blocks: 1,
-        }
-    }
-
-    fn no_events(_: u64, _: u64, _: &mut Vec<HostEvent>) -> bool {
-        true
-    }
 
     /// The device's windows: (observed, busy, idle of every cause), checked to add up
     /// with the transfer time.
