@@ -15,8 +15,24 @@
  * The second thread exists (polling every millisecond) in every state, `none` included.
  * Prints one line per block: STATE ROUND launch_ns_per_iter managed_ns_per_iter, then the
  * medians and each state's change against `none`; and the time each switch took.
+ *
+ * With `detach` as third argument, the second experiment: whether detaching CUPTI
+ * (cuptiFinalize) between recording slots gives the launch path back, what attaching and
+ * detaching cost, and whether a slot attached anew still records kernels and
+ * unified-memory faults. After the `none` rounds CUPTI is attached once and detached, then
+ * rounds rotate through:
+ *
+ *   detached   CUPTI loaded, attached once before, finalized since
+ *   attached   callbacks registered, unified-memory counters configured, no kind on
+ *   overhead   the OVERHEAD kind on as well
+ *   cycling    the second thread attaches with the traced kinds for 20 ms in every 200 ms,
+ *              then disables them, flushes and detaches, while the program launches
+ *   um         the same with the unified-memory counter kind on in each slot, detached
+ *              without disabling it (its off switch took 2.0 s on CUPTI 13.0)
+ *
+ * and `cycling`'s slots print what each attach and detach took and what each slot recorded.
  *   cc -O2 -o cupti-cost bench/gpu/cupti-cost.c -ldl -lpthread
- *   ./cupti-cost PATH/TO/libcupti.so [ROUNDS]                  (no CUDA toolkit needed) */
+ *   ./cupti-cost PATH/TO/libcupti.so [ROUNDS] [detach]       (no CUDA toolkit needed) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -32,7 +48,14 @@
 enum { MEMCPY = 1, MEMSET = 2, CONCURRENT_KERNEL = 10, OVERHEAD = 17, UM_COUNTER = 25 };
 static const int TRACED[] = {CONCURRENT_KERNEL, MEMCPY, MEMSET, OVERHEAD};
 
-static Launch launch;
+static Launch counted_launch;
+static atomic_long launches;
+/* Counts the program's launches, so that a slot's records can be set against them. */
+static int launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                  unsigned bz, unsigned shared, void *stream, void **args, void **extra) {
+    atomic_fetch_add_explicit(&launches, 1, memory_order_relaxed);
+    return counted_launch(f, gx, gy, gz, bx, by, bz, shared, stream, args, extra);
+}
 static Fn stream_sync, ctx_sync;
 static void *empty, *touch;
 static unsigned long long managed;
@@ -72,7 +95,9 @@ static double managed_block(void) {
 /* CUPTI, through dlsym: the V1 activity API gpuspy uses (shim/src/gpu/cupti.rs). */
 static int (*enable)(int), (*disable)(int), (*flush_all)(int);
 static int (*next_record)(void *, size_t, void **);
-static atomic_long records;
+static int (*register_callbacks)(void *, void *), (*configure_um)(void *, unsigned);
+static int (*finalize)(void);
+static atomic_long records, kernel_records, um_records[8];
 
 static void on_request(unsigned char **buffer, size_t *size, size_t *max_records) {
     *size = 512 << 10;
@@ -84,7 +109,12 @@ static void on_complete(void *ctx, unsigned stream, unsigned char *buffer, size_
                         size_t valid) {
     (void)ctx, (void)stream, (void)size;
     void *record = NULL;
-    while (next_record(buffer, valid, &record) == 0) atomic_fetch_add(&records, 1);
+    while (next_record(buffer, valid, &record) == 0) {
+        atomic_fetch_add(&records, 1);
+        unsigned kind = ((unsigned *)record)[0], counter = ((unsigned *)record)[1];
+        if (kind == CONCURRENT_KERNEL) atomic_fetch_add(&kernel_records, 1);
+        if (kind == UM_COUNTER) atomic_fetch_add(&um_records[counter & 7], 1);
+    }
     free(buffer);
 }
 
@@ -108,6 +138,61 @@ static void *background_thread(void *arg) {
         } else if (what == 0) {
             for (int k = 0; on && k < 3; k++) disable(TRACED[k]);
             on = 0, next = 0;
+        }
+        usleep(1000);
+    }
+    return NULL;
+}
+
+/* Attaches CUPTI (any CUPTI call does; registering the callbacks is gpuspy's first) with the
+ * unified-memory counters configured, then turns `kinds` on; returns the time it took. */
+static long long attach(const int *kinds, int n) {
+    long long t0 = now_ns();
+    register_callbacks(on_request, on_complete);
+    struct { unsigned scope, kind, device, enable; } um[5];
+    for (int k = 0; k < 5; k++) um[k].scope = 1, um[k].kind = k + 1, um[k].device = 0, um[k].enable = 1;
+    configure_um(um, 5);
+    for (int k = 0; k < n; k++) enable(kinds[k]);
+    return now_ns() - t0;
+}
+
+/* Flushes the records out, then detaches CUPTI; returns the time it took. */
+static long long detach(void) {
+    long long t0 = now_ns();
+    flush_all(1);
+    finalize();
+    return now_ns() - t0;
+}
+
+/* `cycling` (1) and `um` (2): one slot of the traced kinds (and the unified-memory
+ * counters) per period, detached in between; -1 stops. One line per slot. */
+static atomic_int cycling, cycling_seen;
+static void *cycling_thread(void *arg) {
+    (void)arg;
+    static const int UM_TRACED[] = {CONCURRENT_KERNEL, MEMCPY, MEMSET, OVERHEAD, UM_COUNTER};
+    long long next = 0;
+    int what;
+    while ((what = atomic_load(&cycling)) >= 0) {
+        atomic_store(&cycling_seen, what);
+        long long t = now_ns();
+        if (what > 0 && t >= next) {
+            long before = atomic_load(&launches), kernels = atomic_load(&kernel_records);
+            long um = atomic_load(&um_records[4]) + atomic_load(&um_records[3]);
+            long long on_ns = what == 1 ? attach(TRACED, 4) : attach(UM_TRACED, 5);
+            long long slot_ns = what == 1 ? 20000000LL : 100000000LL;
+            while (now_ns() < t + slot_ns) usleep(1000);
+            long long off_t0 = now_ns();
+            for (int k = 0; k < 3; k++) disable(TRACED[k]);
+            long long off_ns = now_ns() - off_t0;
+            long during = atomic_load(&launches) - before;
+            long long detach_ns = detach();
+            printf("slot %s attach_us %.1f disable_us %.1f detach_us %.1f launches %ld "
+                   "kernel_records %ld um_faults_cpu_gpu %ld\n",
+                   what == 1 ? "cycling" : "um", on_ns / 1e3, off_ns / 1e3, detach_ns / 1e3,
+                   during, atomic_load(&kernel_records) - kernels,
+                   atomic_load(&um_records[4]) + atomic_load(&um_records[3]) - um);
+            fflush(stdout);
+            next = t + 200000000LL;
         }
         usleep(1000);
     }
@@ -173,13 +258,83 @@ static void measure(int s, int r) {
     fflush(stdout);
 }
 
+static void print_medians(const char *const *names, int states, int rounds) {
+    double base_l = 0, base_m = 0;
+    printf("state      launch ns/iter  vs none   managed ns/iter  vs none   (medians of %d)\n",
+           rounds);
+    for (int s = 0; s < states; s++) {
+        double l = median(launch_ns[s], rounds), m = median(managed_ns[s], rounds);
+        if (s == 0) base_l = l, base_m = m;
+        printf("%-9s %14.1f %+8.2f%% %16.1f %+8.2f%%\n", names[s], l, 100 * (l / base_l - 1), m,
+               100 * (m / base_m - 1));
+    }
+}
+
+/* Experiment 1: the states of one attachment, then finalized. */
+static void states_experiment(int rounds) {
+    long long t0 = now_ns();
+    register_callbacks(on_request, on_complete);
+    struct { unsigned scope, kind, device, enable; } um[5];
+    for (int k = 0; k < 5; k++) um[k].scope = 1, um[k].kind = k + 1, um[k].device = 0, um[k].enable = 1;
+    int um_result = configure_um(um, 5);
+    printf("attach_ms %.1f um_configure %d\n", (now_ns() - t0) / 1e6, um_result);
+    /* Rotating order: round r starts at state 1 + r. */
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < NSTATES - 1; k++) measure(1 + (r + k) % (NSTATES - 1), r);
+    /* Detached again: whether cuptiFinalize gives the launch path back. */
+    t0 = now_ns();
+    int finalized = finalize();
+    printf("finalize %d ms %.1f\n", finalized, (now_ns() - t0) / 1e6);
+    for (int r = 0; r < rounds; r++) {
+        launch_ns[NSTATES][r] = launch_block();
+        managed_ns[NSTATES][r] = managed_block();
+        printf("finalized %d %.1f %.1f\n", r, launch_ns[NSTATES][r], managed_ns[NSTATES][r]);
+    }
+    atomic_store(&background, -1);
+    print_medians(STATES, NSTATES + 1, rounds);
+}
+
+/* Experiment 2: detached between slots (see the top of this file). */
+static const char *DETACH_STATES[] = {"none", "detached", "attached", "overhead", "cycling", "um"};
+enum { NDETACH = 6 };
+
+static void detach_experiment(int rounds) {
+    static const int ONLY_OVERHEAD[] = {OVERHEAD};
+    long long first = attach(NULL, 0);
+    printf("first_attach_ms %.1f first_detach_ms %.1f\n", first / 1e6, detach() / 1e6);
+    pthread_t thread;
+    pthread_create(&thread, NULL, cycling_thread, NULL);
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < NDETACH - 1; k++) {
+            int s = 1 + (r + k) % (NDETACH - 1);
+            long long on_ns = 0, off_ns = 0;
+            if (s == 2 || s == 3) on_ns = s == 2 ? attach(NULL, 0) : attach(ONLY_OVERHEAD, 1);
+            if (s >= 4) atomic_store(&cycling, s - 3);
+            launch_ns[s][r] = launch_block();
+            managed_ns[s][r] = managed_block();
+            if (s == 2 || s == 3) off_ns = detach();
+            if (s >= 4) {
+                atomic_store(&cycling, 0);
+                while (atomic_load(&cycling_seen)) usleep(1000); /* its slot is over */
+            }
+            printf("%s %d %.1f %.1f attach_us %.1f detach_us %.1f\n", DETACH_STATES[s], r,
+                   launch_ns[s][r], managed_ns[s][r], on_ns / 1e3, off_ns / 1e3);
+            fflush(stdout);
+        }
+    atomic_store(&cycling, -1);
+    pthread_join(thread, NULL);
+    atomic_store(&background, -1);
+    print_medians(DETACH_STATES, NDETACH, rounds);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: cupti-cost LIBCUPTI [ROUNDS]\n");
+        fprintf(stderr, "usage: cupti-cost LIBCUPTI [ROUNDS] [detach]\n");
         return 2;
     }
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
     if (rounds < 1 || rounds > MAX_ROUNDS) rounds = 5;
+    int detaching = argc > 3 && strcmp(argv[3], "detach") == 0;
     void *h = dlopen("libcuda.so.1", RTLD_NOW);
     if (!h) {
         fprintf(stderr, "no driver: %s\n", dlerror());
@@ -196,7 +351,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "driver setup failed\n");
         return 1;
     }
-    launch = (Launch)dlsym(h, "cuLaunchKernel");
+    counted_launch = (Launch)dlsym(h, "cuLaunchKernel");
     stream_sync = GET("cuStreamSynchronize");
     ctx_sync = GET("cuCtxSynchronize");
     /* The second thread runs from the start, so that every state has it. */
@@ -209,51 +364,27 @@ int main(int argc, char **argv) {
         managed_ns[0][r] = managed_block();
         printf("none %d %.1f %.1f\n", r, launch_ns[0][r], managed_ns[0][r]);
     }
-    long long t0 = now_ns();
     void *cupti = dlopen(argv[1], RTLD_NOW);
     if (!cupti) {
         fprintf(stderr, "no CUPTI: %s\n", dlerror());
         return 1;
     }
-    int (*register_callbacks)(void *, void *) = dlsym(cupti, "cuptiActivityRegisterCallbacks");
-    int (*configure_um)(void *, unsigned) =
-        dlsym(cupti, "cuptiActivityConfigureUnifiedMemoryCounter");
+    register_callbacks = dlsym(cupti, "cuptiActivityRegisterCallbacks");
+    configure_um = dlsym(cupti, "cuptiActivityConfigureUnifiedMemoryCounter");
     enable = dlsym(cupti, "cuptiActivityEnable");
     disable = dlsym(cupti, "cuptiActivityDisable");
     flush_all = dlsym(cupti, "cuptiActivityFlushAll");
     next_record = dlsym(cupti, "cuptiActivityGetNextRecord");
+    finalize = dlsym(cupti, "cuptiFinalize");
     if (!register_callbacks || !configure_um || !enable || !disable || !flush_all ||
-        !next_record || register_callbacks(on_request, on_complete)) {
-        fprintf(stderr, "CUPTI's activity API missing or refused\n");
+        !next_record || !finalize) {
+        fprintf(stderr, "CUPTI's activity API missing\n");
         return 1;
     }
-    struct { unsigned scope, kind, device, enable; } um[5];
-    for (int k = 0; k < 5; k++) um[k].scope = 1, um[k].kind = k + 1, um[k].device = 0, um[k].enable = 1;
-    int um_result = configure_um(um, 5);
-    printf("attach_ms %.1f um_configure %d\n", (now_ns() - t0) / 1e6, um_result);
-    /* Rotating order: round r starts at state 1 + r. */
-    for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < NSTATES - 1; k++) measure(1 + (r + k) % (NSTATES - 1), r);
-    /* Detached again: whether cuptiFinalize gives the launch path back. */
-    int (*finalize)(void) = dlsym(cupti, "cuptiFinalize");
-    t0 = now_ns();
-    int finalized = finalize ? finalize() : -1;
-    printf("finalize %d ms %.1f\n", finalized, (now_ns() - t0) / 1e6);
-    for (int r = 0; r < rounds; r++) {
-        launch_ns[NSTATES][r] = launch_block();
-        managed_ns[NSTATES][r] = managed_block();
-        printf("finalized %d %.1f %.1f\n", r, launch_ns[NSTATES][r], managed_ns[NSTATES][r]);
-    }
-    atomic_store(&background, -1);
+    if (detaching)
+        detach_experiment(rounds);
+    else
+        states_experiment(rounds);
     pthread_join(thread, NULL);
-    double base_l = 0, base_m = 0;
-    printf("state      launch ns/iter  vs none   managed ns/iter  vs none   (medians of %d)\n",
-           rounds);
-    for (int s = 0; s <= NSTATES; s++) {
-        double l = median(launch_ns[s], rounds), m = median(managed_ns[s], rounds);
-        if (s == 0) base_l = l, base_m = m;
-        printf("%-9s %14.1f %+8.2f%% %16.1f %+8.2f%%\n", STATES[s], l, 100 * (l / base_l - 1), m,
-               100 * (m / base_m - 1));
-    }
     return 0;
 }
