@@ -391,6 +391,30 @@ fn by_default_activity_is_sampled_and_counts_are_extrapolated() {
 }
 
 #[test]
+fn between_slots_the_sampled_mode_detaches_cupti_and_leaves_it_alone() {
+    // No managed memory: between slots gpuspy detaches CUPTI (an attached CUPTI cost each
+    // launch on the H200 once a traced kind had been on) and calls it again only to attach
+    // it for the next slot: any other call would attach it, as CUPTI initialises lazily.
+    let run = run("cupti_stream", &["1500"], &[]);
+    let g = gpu_section(&run);
+    let note = g["cupti"]["note"].as_str().unwrap();
+    let detaches: u64 = note
+        .split("detached between recording slots ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(detaches >= 1, "{note}");
+    let out = run.stdout();
+    assert!(out.trim_end().ends_with("stray_calls 0"), "{out}");
+    // Each slot's records were read before its detach (the fake, as CUPTI, drops a buffer
+    // that was not flushed): the extrapolated count is the stream's.
+    let got = g["devices"][0]["activity"]["kernels"].as_f64().unwrap();
+    let kernels = made(&run).0;
+    assert!((got / kernels - 1.0).abs() < 0.3, "{got} of {kernels}");
+}
+
+#[test]
 fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
     // Each enable call returns 300 µs after the kernels are on, so every period's first
     // kernels start before the call returned (the H200's launch-bound loop, where the

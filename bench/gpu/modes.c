@@ -11,7 +11,10 @@
  *          increments a word of every page, sync: pages migrate both ways each time.
  * sync     a 200 µs kernel, cuCtxSynchronize, then 300 µs of host work: sync-stalled.
  * copy     a 4 MiB cuMemcpyHtoD from pageable memory (staged by the driver).
- * gpu      8 kernels of 1 ms queued, then a sync: GPU-bound. */
+ * gpu      8 kernels of 1 ms queued, then a sync: GPU-bound.
+ * deep     a 20 µs kernel and a counting kernel per iteration, no host work, a sync every
+ *          4,096: the launch queue stays full, so gpuspy's sampled mode detaches CUPTI
+ *          with hundreds of kernels in flight; the count is checked at the end. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -150,6 +153,28 @@ int main(int argc, char **argv) {
             for (int k = 0; k < 8; k++) launch(spin, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
             ctx_sync();
             launches += 8;
+        }
+    } else if (strcmp(w, "deep") == 0) {
+        iters = iters ? iters : 60000;
+        unsigned long long ns = 20000, counter = 0;
+        unsigned one = 1;
+        void *spin_args[] = {&ns}, *count_args[] = {&counter, &one};
+        if (GET("cuMemAlloc_v2")(&counter, 4096) || GET("cuMemsetD32_v2")(counter, 0, 1)) {
+            fprintf(stderr, "cuMemAlloc_v2 failed\n");
+            return 1;
+        }
+        for (long i = -100; i < iters; i++) {
+            if (i == 0) ctx_sync(), t0 = now_ns();
+            launch(spin, 1, 1, 1, 32, 1, 1, 0, NULL, spin_args, NULL);
+            launch(touch, 1, 1, 1, 32, 1, 1, 0, NULL, count_args, NULL);
+            if ((i & 4095) == 4095) stream_sync(NULL);
+            launches += 2;
+        }
+        unsigned counted = 0;
+        ctx_sync();
+        if (GET("cuMemcpyDtoH_v2")(&counted, counter, 4) || counted != (unsigned)(iters + 100)) {
+            fprintf(stderr, "wrong count %u of %ld\n", counted, iters + 100);
+            return 1;
         }
     } else {
         fprintf(stderr, "unknown workload %s\n", w);

@@ -11,6 +11,8 @@
 # their 90 % confidence intervals.
 #   bash bench/gpu/overhead-modes.sh OUTDIR [PAIRS] [WORKLOADS...]
 # Defaults: 25 pairs of launch managed sync copy gpu; CONFIGS="none off default full".
+# Config `alt`: the default mode of another build, ALT_BIN/libgpuspy.so, in the same
+# rotation. The last dump of each workload and config is kept as dump-WORKLOAD-CONFIG.json.
 # Needs .dev/bin/libgpuspy.so (BIN=...) built with `cargo build --release`. modes.c has no
 # libcudart beside which the shim would find libcupti: GPUSPY_CUPTI_PATH names one (by
 # default the toolkit's, else the pip wheel's that PyTorch loads), and a run with the shim
@@ -41,7 +43,8 @@ cc -O2 -o "$out/modes" bench/gpu/modes.c -ldl || exit 1
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader), ${CORE:+core $CORE, }$pairs pairs, ${configs[*]}: ${workloads[*]}; CUPTI $GPUSPY_CUPTI_PATH"
 one() { # one CONFIG WORKLOAD ROUND
     local pre="" mode=""
-    case $1 in none) ;; off) pre=$shim mode=0 ;; default) pre=$shim ;; full) pre=$shim mode=full ;; esac
+    case $1 in none) ;; off) pre=$shim mode=0 ;; default) pre=$shim ;; full) pre=$shim mode=full ;;
+        alt) pre=$(realpath "${ALT_BIN:?config alt needs ALT_BIN}")/libgpuspy.so ;; esac
     rm -f "$dumps"/*.json
     local ns launches own_cpu
     read -r ns launches own_cpu < <(GPUSPY_CUPTI=$mode LD_PRELOAD="$pre" timeout 60 "${pin[@]}" "$out/modes" "$2" |
@@ -62,6 +65,7 @@ print(a.get("kernels", "-"), (a.get("sampled") or {}).get("factor", 1.0) if a el
 PY
         ) || exit 1
         read -r kernels factor <<< "$read"
+        cp "$dumps"/*.json "$out/dump-$2-$1.json"
     fi
     echo "$2 $1 $3 ${ns:-fail} $kernels $factor ${launches:-0} ${own_cpu:-0}"
 }

@@ -4,7 +4,8 @@
  * allocation and one CPU page fault every millisecond (recorded only while the
  * unified-memory counters are on). A late step is not made up for (the stream stays
  * regular in time, never bunched). Runs for ARGV[1] ms; prints how many of each it made,
- * which gpuspy's sampled counts must match once extrapolated. */
+ * which gpuspy's sampled counts must match once extrapolated, and how many CUPTI calls
+ * gpuspy made while it had CUPTI detached between slots (each would attach it again). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ extern unsigned long long fakecupti_now(void);
 extern void fakecupti_kernel(unsigned device, unsigned long long start, unsigned long long end,
                              int blocks, const char *name);
 extern void fakecupti_um(unsigned counter, unsigned long long value);
+extern unsigned long long fakecupti_stray_calls(void);
 
 int main(int argc, char **argv) {
     unsigned long long run_ns = (argc > 1 ? atoll(argv[1]) : 1500) * 1000000ULL;
@@ -40,6 +42,6 @@ int main(int argc, char **argv) {
             next_fault = t + 1000000;
         }
     }
-    printf("kernels %ld faults %ld\n", kernels, faults);
+    printf("kernels %ld faults %ld stray_calls %llu\n", kernels, faults, fakecupti_stray_calls());
     return 0;
 }

@@ -200,6 +200,11 @@ impl Aggregator {
         }
     }
 
+    /// CUPTI was attached anew: its timestamps are Unix time minus `to_unix_ns` from now on.
+    pub fn set_to_unix(&mut self, to_unix_ns: i64) {
+        self.to_unix_ns = to_unix_ns;
+    }
+
     /// The activity kinds were switched off at `at` (Unix ns).
     pub fn period_off(&mut self, at: u64) {
         if let Some(p) = self.periods.back_mut().filter(|p| p.off == u64::MAX) {

@@ -61,6 +61,7 @@ struct Api {
     next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
     dropped_records: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
     timestamp: unsafe extern "C" fn(*mut u64) -> CuptiResult,
+    finalize: unsafe extern "C" fn() -> CuptiResult,
 }
 
 #[repr(C)]
@@ -76,6 +77,12 @@ static API: OnceLock<Api> = OnceLock::new();
 static LIBRARY: AtomicPtr<c_void> = AtomicPtr::new(null_mut());
 /// Our callbacks are the ones CUPTI holds.
 static REGISTERED: AtomicBool = AtomicBool::new(false);
+/// gpuspy detached CUPTI after a recording slot and attaches it again for the next one.
+static DETACHED: AtomicBool = AtomicBool::new(false);
+/// Detaches so far, and the time attaching again and detaching took in all.
+static DETACHES: AtomicU64 = AtomicU64::new(0);
+static ATTACH_NS: AtomicU64 = AtomicU64::new(0);
+static DETACH_NS: AtomicU64 = AtomicU64::new(0);
 /// The program registered its own CUPTI callbacks (before or after gpuspy started).
 static PROGRAM_CLIENT: AtomicBool = AtomicBool::new(false);
 /// When gpuspy stepped aside for the program's client (CUPTI timestamp), 0 if it did not.
@@ -147,6 +154,7 @@ pub fn start(sampled: bool, origin_unix_ns: u64) -> Result<String, String> {
             next_record: std::mem::transmute(symbol(c"cuptiActivityGetNextRecord")?),
             dropped_records: std::mem::transmute(symbol(c"cuptiActivityGetNumDroppedRecords")?),
             timestamp: std::mem::transmute(symbol(c"cuptiGetTimestamp")?),
+            finalize: std::mem::transmute(symbol(c"cuptiFinalize")?),
         }
     };
     if let Ok(mut pool) = POOL.lock() {
@@ -170,23 +178,10 @@ pub fn start(sampled: bool, origin_unix_ns: u64) -> Result<String, String> {
     if sampled {
         note.push_str("; activity sampled in duty cycles");
     }
-    // Unified-memory counters are configured after cuInit and before their kind is
-    // enabled; platforms without them (MPS, some virtual GPUs) refuse here.
-    let mut counters: Vec<UmConfig> = (1..=5)
-        .map(|kind| UmConfig {
-            scope: 1,
-            kind,
-            device_id: 0,
-            enable: 1,
-        })
-        .collect();
-    // SAFETY: a valid array of `counters.len()` configs.
-    let um =
-        unsafe { (api.configure_unified_memory)(counters.as_mut_ptr(), counters.len() as u32) };
+    let um = configure_unified_memory(api);
     if um != 0 {
         note.push_str(&format!("; unified-memory counters unavailable ({um})"));
     }
-    UM_CONFIGURED.store(um == 0, Release);
     for kind in TRACED_KINDS.into_iter().chain([KIND_OVERHEAD]) {
         // SAFETY: plain CUPTI call.
         let r = unsafe { (api.enable)(kind) };
@@ -202,8 +197,89 @@ pub fn start(sampled: bool, origin_unix_ns: u64) -> Result<String, String> {
     Ok(note)
 }
 
-/// Unified-memory counters were configured at start.
+/// Unified-memory counters were configured at start (or, after a detach, since).
 static UM_CONFIGURED: AtomicBool = AtomicBool::new(false);
+
+/// Configures the unified-memory counters: after cuInit and before their kind is enabled.
+/// Platforms without them (MPS, some virtual GPUs) refuse; CUPTI's status is returned.
+fn configure_unified_memory(api: &Api) -> CuptiResult {
+    let mut counters: Vec<UmConfig> = (1..=5)
+        .map(|kind| UmConfig {
+            scope: 1,
+            kind,
+            device_id: 0,
+            enable: 1,
+        })
+        .collect();
+    // SAFETY: a valid array of `counters.len()` configs.
+    let r =
+        unsafe { (api.configure_unified_memory)(counters.as_mut_ptr(), counters.len() as u32) };
+    UM_CONFIGURED.store(r == 0, Release);
+    r
+}
+
+/// Detaches CUPTI (`cuptiFinalize`) after a slot of the sampled mode, once its records are
+/// read, so that the program runs without CUPTI until the next slot. Once a traced kind
+/// has been on, CUPTI costs every launch about 0.7 µs even with every kind off again,
+/// until it is finalized: on the H200 that was most of the sampled mode's +9.8 % on a
+/// launch-bound loop (bench/results/gpu-2026-11-30-session8-probe). Attaching again for
+/// a slot takes about 10 ms and detaching 2-3 ms, on gpuspy's thread.
+pub fn detach() {
+    let Some(api) = API.get() else { return };
+    let _no_program_registration_meanwhile = STARTING.lock();
+    let Ok(_one_at_a_time) = COLLECTING.lock() else {
+        return;
+    };
+    if !REGISTERED.load(Acquire) {
+        return;
+    }
+    let before = crate::clock::monotonic_ns();
+    // Every buffer back to us and read while CUPTI is attached: any CUPTI call, reading a
+    // record included, attaches it again.
+    // SAFETY: plain CUPTI calls from a thread outside any CUPTI callback.
+    unsafe { (api.flush_all)(FLUSH_FORCED) };
+    drain(api, |_| {});
+    // SAFETY: as above; our buffers are all back, and no other thread of ours calls CUPTI
+    // while COLLECTING is held.
+    if unsafe { (api.finalize)() } == 0 {
+        REGISTERED.store(false, Release);
+        UM_CONFIGURED.store(false, Release);
+        DETACHED.store(true, Release);
+        DETACHES.fetch_add(1, Relaxed);
+        DETACH_NS.fetch_add(crate::clock::monotonic_ns() - before, Relaxed);
+    }
+}
+
+/// Attaches CUPTI again after `detach`, as `start` left it: our callbacks, the OVERHEAD
+/// kind, and the unified-memory counters configured when `unified_memory`. Nothing once
+/// the program has its own client. True when gpuspy holds CUPTI after it.
+fn attach(api: &Api, unified_memory: bool) -> bool {
+    // Checked before the lock too: `start` switches the counters on under it.
+    if !DETACHED.load(Acquire) {
+        return REGISTERED.load(Acquire);
+    }
+    let _no_program_registration_meanwhile = STARTING.lock();
+    if !DETACHED.load(Acquire) || PROGRAM_CLIENT.load(Acquire) {
+        return REGISTERED.load(Acquire);
+    }
+    let before = crate::clock::monotonic_ns();
+    // SAFETY: our callbacks have the signatures CUPTI documents.
+    if unsafe { (api.register_callbacks)(on_buffer_request, on_buffer_complete) } != 0 {
+        return false;
+    }
+    if unified_memory {
+        configure_unified_memory(api);
+    }
+    // SAFETY: plain CUPTI call.
+    unsafe { (api.enable)(KIND_OVERHEAD) };
+    // A new CUPTI session: its timestamps are mapped again.
+    let to_unix = cupti_to_unix(api);
+    with_aggregator(|agg| agg.set_to_unix(to_unix));
+    DETACHED.store(false, Release);
+    REGISTERED.store(true, Release);
+    ATTACH_NS.fetch_add(crate::clock::monotonic_ns() - before, Relaxed);
+    true
+}
 
 /// Switches the unified-memory counters on or off, if CUPTI accepted their configuration
 /// and gpuspy still holds CUPTI. On for good at start under `GPUSPY_CUPTI=full`; by
@@ -212,6 +288,9 @@ static UM_CONFIGURED: AtomicBool = AtomicBool::new(false);
 /// bench/results/gpu-2026-11-30-sampling-1).
 pub fn switch_unified_memory(on: bool) {
     let Some(api) = API.get() else { return };
+    if on && !attach(api, true) {
+        return;
+    }
     let Ok(_no_step_aside_meanwhile) = COLLECTING.lock() else {
         return;
     };
@@ -240,6 +319,9 @@ pub fn switch_unified_memory(on: bool) {
 /// the program's own client manages those kinds then.
 pub fn switch_traced_kinds(on: bool) {
     let Some(api) = API.get() else { return };
+    if on && !attach(api, false) {
+        return;
+    }
     let Ok(_no_step_aside_meanwhile) = COLLECTING.lock() else {
         return;
     };
@@ -431,16 +513,7 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
         // SAFETY: plain CUPTI call, from a thread that is not in a CUPTI callback.
         unsafe { (api.flush_all)(if forced { FLUSH_FORCED } else { 0 }) };
     }
-    // At most MAX_BUFFERS entries: only our own buffers are queued.
-    let filled: Vec<(usize, usize)> = match POOL.lock() {
-        Ok(mut pool) => pool.filled.drain(..).collect(),
-        Err(_) => return,
-    };
-    with_aggregator(|agg| {
-        for &(buffer, valid) in &filled {
-            // SAFETY: a buffer of ours that CUPTI completed with `valid` bytes.
-            unsafe { reduce(api, agg, buffer as *mut u8, valid) };
-        }
+    drain(api, |agg| {
         let yielded = YIELDED_AT.load(Relaxed);
         if forced || yielded > 0 {
             // The last flush, or gpuspy stepped aside: recording ended then.
@@ -451,6 +524,23 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
             now,
             &mut crate::events::between,
         );
+    });
+}
+
+/// Reads the buffers CUPTI completed into the aggregator, then `then` with it; the
+/// buffers go back to the pool. Under COLLECTING.
+fn drain(api: &Api, then: impl FnOnce(&mut Aggregator)) {
+    // At most MAX_BUFFERS entries: only our own buffers are queued.
+    let filled: Vec<(usize, usize)> = match POOL.lock() {
+        Ok(mut pool) => pool.filled.drain(..).collect(),
+        Err(_) => return,
+    };
+    with_aggregator(|agg| {
+        for &(buffer, valid) in &filled {
+            // SAFETY: a buffer of ours that CUPTI completed with `valid` bytes.
+            unsafe { reduce(api, agg, buffer as *mut u8, valid) };
+        }
+        then(agg);
     });
     if let Ok(mut pool) = POOL.lock() {
         pool.free.extend(filled.iter().map(|&(b, _)| b));
@@ -473,6 +563,20 @@ pub fn counters() -> (u64, u64, Option<u64>) {
         REFUSED.load(Relaxed),
         (yielded > 0).then_some(yielded),
     )
+}
+
+/// For the dump's note: how often gpuspy detached CUPTI between slots, and what attaching
+/// and detaching took on average; None when it never did.
+pub fn detach_summary() -> Option<String> {
+    let n = DETACHES.load(Relaxed);
+    let mean_ms = |total: &AtomicU64| total.load(Relaxed) as f64 / n as f64 / 1e6;
+    (n > 0).then(|| {
+        format!(
+            "detached between recording slots {n} times (attaching took {:.1} ms, detaching {:.1} ms on average)",
+            mean_ms(&ATTACH_NS),
+            mean_ms(&DETACH_NS)
+        )
+    })
 }
 
 /// Reads every record of a completed buffer into the aggregator.
@@ -643,6 +747,8 @@ fn step_aside() {
             (api.disable)(KIND_OVERHEAD);
         }
         YIELDED_AT.store(crate::clock::unix_ns(), Relaxed);
+    } else if DETACHED.swap(false, AcqRel) {
+        YIELDED_AT.store(crate::clock::unix_ns(), Relaxed);
     }
 }
 
@@ -673,7 +779,7 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
 #[no_mangle]
 pub unsafe extern "C" fn cuptiFinalize() -> CuptiResult {
     PROGRAM_CLIENT.store(true, Release);
-    if REGISTERED.swap(false, AcqRel) {
+    if REGISTERED.swap(false, AcqRel) || DETACHED.swap(false, AcqRel) {
         YIELDED_AT.store(crate::clock::unix_ns(), Relaxed);
     }
     let Some(real) = real(c"cuptiFinalize") else {

@@ -297,6 +297,11 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 if traced.slot_ended(clock::unix_ns(), cupti::records_this_period()) {
                     cupti::switch_traced_kinds(true);
                     traced.turned_on(clock::unix_ns());
+                } else if duty.unified_memory.is_none() {
+                    // Off for a while: CUPTI attached costs every launch (`cupti::detach`).
+                    // The unified-memory counters' cycle keeps it attached: configured
+                    // again after a detach, they recorded no fault on the H200.
+                    cupti::detach();
                 }
             }
         }
@@ -532,6 +537,10 @@ pub fn snapshot(launches: Option<&activity::Launches>) -> Option<Gpu> {
     }
     let (dropped, refused, yielded_at) = cupti::counters();
     let mut cupti = state.cupti.clone();
+    if let Some(summary) = cupti::detach_summary() {
+        cupti.note.push_str("; ");
+        cupti.note.push_str(&summary);
+    }
     if let Some(at) = yielded_at {
         cupti.note.push_str(&format!(
             "; stepped aside for the program's own CUPTI client (torch.profiler or similar) at unix {}.{:03} s: later GPU activity is missing",

@@ -8,7 +8,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_void};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
 use std::sync::Mutex;
 
 type Request = unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
@@ -24,6 +24,17 @@ static REQUEST: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static COMPLETE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static ENABLED: [AtomicBool; 64] = [const { AtomicBool::new(false) }; 64];
 static UM_CONFIGURED: AtomicBool = AtomicBool::new(false);
+/// `cuptiFinalize` detached CUPTI, and no callbacks were registered since.
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+/// CUPTI calls made while finalized, other than the registration that attaches it again:
+/// the real CUPTI attaches itself again on any call (lazy initialisation).
+static STRAY_CALLS: AtomicU64 = AtomicU64::new(0);
+
+fn called_while_finalized() {
+    if FINALIZED.load(Acquire) {
+        STRAY_CALLS.fetch_add(1, Relaxed);
+    }
+}
 
 struct Buffer {
     data: *mut u8,
@@ -46,6 +57,7 @@ fn record_size(kind: u32) -> usize {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuptiGetVersion(v: *mut u32) -> u32 {
+    called_while_finalized();
     *v = 130001;
     0
 }
@@ -55,6 +67,7 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     request: Option<Request>,
     complete: Option<Complete>,
 ) -> u32 {
+    FINALIZED.store(false, Release);
     REQUEST.store(
         request.map_or(std::ptr::null_mut(), |f| f as *mut c_void),
         Release,
@@ -71,6 +84,7 @@ pub unsafe extern "C" fn cuptiActivityConfigureUnifiedMemoryCounter(
     _config: *mut c_void,
     count: u32,
 ) -> u32 {
+    called_while_finalized();
     UM_CONFIGURED.store(count > 0, Release);
     0
 }
@@ -88,6 +102,7 @@ fn enable_takes() -> std::time::Duration {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> u32 {
+    called_while_finalized();
     if kind == KIND_UNIFIED_MEMORY_COUNTER && !UM_CONFIGURED.load(Acquire) {
         return NOT_COMPATIBLE;
     }
@@ -103,6 +118,7 @@ pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> u32 {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityDisable(kind: u32) -> u32 {
+    called_while_finalized();
     if let Some(flag) = ENABLED.get(kind as usize) {
         flag.store(false, Release);
     }
@@ -112,6 +128,7 @@ pub unsafe extern "C" fn cuptiActivityDisable(kind: u32) -> u32 {
 /// Hands the buffer being filled, if any, to the completion callback.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityFlushAll(_flag: u32) -> u32 {
+    called_while_finalized();
     let taken = CURRENT.lock().unwrap().take();
     if let Some(b) = taken {
         deliver(b);
@@ -138,6 +155,7 @@ pub unsafe extern "C" fn cuptiActivityGetNextRecord(
     valid: usize,
     record: *mut *mut u8,
 ) -> u32 {
+    called_while_finalized();
     let next = if (*record).is_null() {
         0
     } else {
@@ -157,6 +175,7 @@ pub unsafe extern "C" fn cuptiActivityGetNumDroppedRecords(
     _stream: u32,
     dropped: *mut usize,
 ) -> u32 {
+    called_while_finalized();
     *dropped = 0;
     0
 }
@@ -180,15 +199,31 @@ extern "C" {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuptiGetTimestamp(t: *mut u64) -> u32 {
+    called_while_finalized();
     *t = monotonic_ns();
     0
 }
 
+/// Detaches as CUPTI does: callbacks, kinds and the unified-memory configuration are gone,
+/// and so is a buffer being filled (its records are lost unless flushed before).
 #[no_mangle]
 pub unsafe extern "C" fn cuptiFinalize() -> u32 {
+    called_while_finalized();
+    FINALIZED.store(true, Release);
     REQUEST.store(std::ptr::null_mut(), Release);
     COMPLETE.store(std::ptr::null_mut(), Release);
+    for flag in &ENABLED {
+        flag.store(false, Release);
+    }
+    UM_CONFIGURED.store(false, Release);
+    CURRENT.lock().unwrap().take();
     0
+}
+
+/// CUPTI calls made while it was finalized, other than registering callbacks.
+#[no_mangle]
+pub extern "C" fn fakecupti_stray_calls() -> u64 {
+    STRAY_CALLS.load(Acquire)
 }
 
 /// Whether activity `kind` is on.
