@@ -345,6 +345,14 @@ pub fn managed_alloc(out: *mut u64, bytes: u64) -> Effect {
     Effect::ManagedAlloc { out, bytes }
 }
 
+/// Before a call that captures, instantiates or launches a CUDA graph: from now on gpuspy
+/// keeps CUPTI attached (`crate::gpu::cupti::keep_attached`).
+#[inline]
+pub fn graph_ahead() -> Effect {
+    crate::gpu::cupti::keep_attached();
+    Effect::None
+}
+
 pub fn release(ptr: usize) -> Effect {
     Effect::Release { ptr }
 }

@@ -17,8 +17,8 @@
 //! without a `_v2` suffix take 32-bit device pointers and sizes (`Dptr32`, `u32`).
 
 use crate::effect::{
-    batch, copy, copy2d, copy3d, copy3d_peer, copy_unified, managed_alloc, pinned_alloc,
-    pinned_register, release, sum_sizes, Effect, Mode::Async, Mode::Blocking,
+    batch, copy, copy2d, copy3d, copy3d_peer, copy_unified, graph_ahead, managed_alloc,
+    pinned_alloc, pinned_register, release, sum_sizes, Effect, Mode::Async, Mode::Blocking,
 };
 use crate::nccl::{
     forgets, group_started, operation, registers, splits, NcclResult, Op, UniqueId,
@@ -207,19 +207,19 @@ driver -> CUresult, else CUDA_ERROR_NOT_FOUND; {
     cuLaunchGrid(f: Ptr, w: c_int, h: c_int) => Effect::None;
     cuLaunchGridAsync(f: Ptr, w: c_int, h: c_int, stream: Ptr) => Effect::None;
 
-    // CUDA graphs and stream capture.
-    cuGraphLaunch(exec: Ptr, stream: Ptr) => Effect::None;
-    cuGraphLaunch_ptsz(exec: Ptr, stream: Ptr) => Effect::None;
-    cuGraphUpload(exec: Ptr, stream: Ptr) => Effect::None;
-    cuGraphUpload_ptsz(exec: Ptr, stream: Ptr) => Effect::None;
-    cuGraphInstantiateWithFlags(exec: Ptr, graph: Ptr, flags: u64) => Effect::None;
-    cuGraphInstantiate_v2(exec: Ptr, graph: Ptr, errnode: Ptr, log: Ptr, size: Size) => Effect::None;
-    cuStreamBeginCapture(stream: Ptr) => Effect::None;
-    cuStreamBeginCapture_ptsz(stream: Ptr) => Effect::None;
-    cuStreamBeginCapture_v2(stream: Ptr, mode: c_int) => Effect::None;
-    cuStreamBeginCapture_v2_ptsz(stream: Ptr, mode: c_int) => Effect::None;
-    cuStreamBeginCaptureToGraph(stream: Ptr, graph: Ptr, deps: Ptr, data: Ptr, n: Size, mode: c_int) => Effect::None;
-    cuStreamBeginCaptureToGraph_ptsz(stream: Ptr, graph: Ptr, deps: Ptr, data: Ptr, n: Size, mode: c_int) => Effect::None;
+    // CUDA graphs and stream capture: CUPTI stays attached once the program uses them.
+    cuGraphLaunch(exec: Ptr, stream: Ptr) => graph_ahead();
+    cuGraphLaunch_ptsz(exec: Ptr, stream: Ptr) => graph_ahead();
+    cuGraphUpload(exec: Ptr, stream: Ptr) => graph_ahead();
+    cuGraphUpload_ptsz(exec: Ptr, stream: Ptr) => graph_ahead();
+    cuGraphInstantiateWithFlags(exec: Ptr, graph: Ptr, flags: u64) => graph_ahead();
+    cuGraphInstantiate_v2(exec: Ptr, graph: Ptr, errnode: Ptr, log: Ptr, size: Size) => graph_ahead();
+    cuStreamBeginCapture(stream: Ptr) => graph_ahead();
+    cuStreamBeginCapture_ptsz(stream: Ptr) => graph_ahead();
+    cuStreamBeginCapture_v2(stream: Ptr, mode: c_int) => graph_ahead();
+    cuStreamBeginCapture_v2_ptsz(stream: Ptr, mode: c_int) => graph_ahead();
+    cuStreamBeginCaptureToGraph(stream: Ptr, graph: Ptr, deps: Ptr, data: Ptr, n: Size, mode: c_int) => graph_ahead();
+    cuStreamBeginCaptureToGraph_ptsz(stream: Ptr, graph: Ptr, deps: Ptr, data: Ptr, n: Size, mode: c_int) => graph_ahead();
     cuStreamEndCapture(stream: Ptr, graph: Ptr) => Effect::None;
     cuStreamEndCapture_ptsz(stream: Ptr, graph: Ptr) => Effect::None;
 

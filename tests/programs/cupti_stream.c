@@ -5,7 +5,8 @@
  * unified-memory counters are on). A late step is not made up for (the stream stays
  * regular in time, never bunched). Runs for ARGV[1] ms; prints how many of each it made,
  * which gpuspy's sampled counts must match once extrapolated, and how many CUPTI calls
- * gpuspy made while it had CUPTI detached between slots (each would attach it again). */
+ * gpuspy made while it had CUPTI detached between slots (each would attach it again).
+ * With "graph" instead of "managed", a stream capture begins first (a CUDA graph). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@ extern void fakecupti_kernel(unsigned device, unsigned long long start, unsigned
                              int blocks, const char *name);
 extern void fakecupti_um(unsigned counter, unsigned long long value);
 extern unsigned long long fakecupti_stray_calls(void);
+extern int cuStreamBeginCapture_v2(void *stream, int mode);
 
 int main(int argc, char **argv) {
     unsigned long long run_ns = (argc > 1 ? atoll(argv[1]) : 1500) * 1000000ULL;
@@ -25,6 +27,7 @@ int main(int argc, char **argv) {
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&context, 0)) return 1;
     CUdeviceptr p;
     if (managed && cuMemAllocManaged(&p, 1 << 20, 1)) return 3;
+    if (argc > 2 && strcmp(argv[2], "graph") == 0 && cuStreamBeginCapture_v2(0, 0)) return 4;
     unsigned long long start = fakecupti_now(), next = start, next_fault = start;
     long kernels = 0, faults = 0;
     for (;;) {

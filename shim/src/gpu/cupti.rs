@@ -79,6 +79,8 @@ static LIBRARY: AtomicPtr<c_void> = AtomicPtr::new(null_mut());
 static REGISTERED: AtomicBool = AtomicBool::new(false);
 /// gpuspy detached CUPTI after a recording slot and attaches it again for the next one.
 static DETACHED: AtomicBool = AtomicBool::new(false);
+/// The program uses CUDA graphs: gpuspy never detaches CUPTI again (`keep_attached`).
+static KEEP_ATTACHED: AtomicBool = AtomicBool::new(false);
 /// Detaches so far, and the time attaching again and detaching took in all.
 static DETACHES: AtomicU64 = AtomicU64::new(0);
 static ATTACH_NS: AtomicU64 = AtomicU64::new(0);
@@ -212,8 +214,7 @@ fn configure_unified_memory(api: &Api) -> CuptiResult {
         })
         .collect();
     // SAFETY: a valid array of `counters.len()` configs.
-    let r =
-        unsafe { (api.configure_unified_memory)(counters.as_mut_ptr(), counters.len() as u32) };
+    let r = unsafe { (api.configure_unified_memory)(counters.as_mut_ptr(), counters.len() as u32) };
     UM_CONFIGURED.store(r == 0, Release);
     r
 }
@@ -230,7 +231,7 @@ pub fn detach() {
     let Ok(_one_at_a_time) = COLLECTING.lock() else {
         return;
     };
-    if !REGISTERED.load(Acquire) {
+    if !REGISTERED.load(Acquire) || KEEP_ATTACHED.load(SeqCst) {
         return;
     }
     let before = crate::clock::monotonic_ns();
@@ -247,6 +248,18 @@ pub fn detach() {
         DETACHED.store(true, Release);
         DETACHES.fetch_add(1, Relaxed);
         DETACH_NS.fetch_add(crate::clock::monotonic_ns() - before, Relaxed);
+    }
+}
+
+/// Called before the program captures, instantiates or launches a CUDA graph: `detach`
+/// does nothing from then on. On the H200 a PyTorch CUDA graph captured while CUPTI was
+/// attached failed at its first launch after a detach ("unspecified launch failure", and
+/// a segfault in the long run: bench/results/gpu-2026-11-30-session8-detach). Attaching
+/// again later is safe: that is what a profiler started mid-run does.
+pub fn keep_attached() {
+    if !KEEP_ATTACHED.load(Relaxed) && !KEEP_ATTACHED.swap(true, SeqCst) {
+        // A detach under way ends before the graph call goes on; a later one sees the flag.
+        drop(STARTING.lock());
     }
 }
 

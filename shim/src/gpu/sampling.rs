@@ -14,7 +14,9 @@
 //! took 14-22 ms in that run and 2.0 s in every one of 8 in a later one
 //! (bench/results/gpu-2026-11-30-session7-probe): the time off is `UM_CYCLE - 1` times
 //! the slot's real length, so the counters stay on 1/64 of the run however slow the
-//! switch (a 2.1 s slot every 134 s there).
+//! switch (a 2.0 s slot every 129 s there). The slot is 20 ms: 100 ms cost a 1.5 s
+//! managed-memory loop +4.1 % [+0.7, +6.9] on the H200, 20 ms +2.6 % [-0.9, +4.7], with
+//! faults seen as well (18 pairs, bench/results/gpu-2026-11-30-session8-detach).
 //!
 //! Every cycle counts its slot as long as it really was: a slot ended late (a starved
 //! thread) or grown long is followed by as many times its length off.
@@ -32,8 +34,9 @@ const COST_PER_RECORD_NS: u64 = 2_000;
 const BUDGET_PPM: u64 = 15_000;
 /// The longest cycle: one slot in 64 (1.28 s) still samples a long run densely enough.
 pub const MAX_CYCLE: u64 = 64;
-/// The unified-memory counters' slot and cycle: 100 ms on in every 6.4 s.
-pub const UM_ON_NS: u64 = 100_000_000;
+/// The unified-memory counters' slot and cycle: 20 ms on in every 1.28 s (at least: the
+/// off switch lengthens the slot).
+pub const UM_ON_NS: u64 = 20_000_000;
 pub const UM_CYCLE: u64 = 64;
 
 /// The cycle (in slots, one of them on) that keeps `records` per `on_ns` within budget.
@@ -197,10 +200,10 @@ mod tests {
         let mut d = DutyCycle::unified_memory(0);
         assert!(!d.slot_ended(UM_ON_NS, 0));
         assert_eq!(d.next_at(), UM_CYCLE * UM_ON_NS);
-        // An off switch that took 2 s (the H200's): the slot was 2.1 s, off 63 x that.
+        // An off switch that took 2 s (the H200's): the slot was 2.02 s, off 63 x that.
         d.turned_on(d.next_at());
         let ended = d.next_at() + 2_000 * MS;
         assert!(!d.slot_ended(ended, 0));
-        assert_eq!(d.next_at(), ended + 63 * 2_100 * MS);
+        assert_eq!(d.next_at(), ended + 63 * 2_020 * MS);
     }
 }
