@@ -112,33 +112,86 @@ pub fn idle_cause(opened: u64, events: &[HostEvent], complete: bool) -> IdleCaus
     if events.iter().any(|e| returned_on_finish(&e)) {
         return IdleCause::AfterSync;
     }
-    // A sync copy still running after the GPU went idle is the driver staging pageable
-    // memory. Several threads in calls at once: a collective says the most (a rank
-    // waiting for the others), then a copy, then an allocation.
-    let in_progress = |cause: IdleCause| {
-        events.iter().any(|e| {
-            e.start_unix_ns <= opened
-                && opened < e.end_unix_ns
-                && match e.kind {
-                    HostEventKind::Collective => cause == IdleCause::Collective,
-                    HostEventKind::Sync(SyncCause::PageableAsyncCopy | SyncCause::SyncCopy) => {
-                        cause == IdleCause::PageableCopy
-                    }
-                    HostEventKind::Alloc | HostEventKind::Sync(SyncCause::Free) => {
-                        cause == IdleCause::Alloc
-                    }
-                    HostEventKind::Sync(SyncCause::Explicit) => false,
-                }
+    WAITS
+        .into_iter()
+        .find(|&cause| {
+            events.iter().any(|e| {
+                e.start_unix_ns <= opened
+                    && opened < e.end_unix_ns
+                    && waiting_cause(e.kind) == Some(cause)
+            })
         })
+        .unwrap_or(IdleCause::Host)
+}
+
+/// The host calls the GPU can idle through, by how much each says when several threads are
+/// in calls at once: a collective (a rank waiting for the others), then a copy, then an
+/// allocation.
+const WAITS: [IdleCause; 3] = [
+    IdleCause::Collective,
+    IdleCause::PageableCopy,
+    IdleCause::Alloc,
+];
+
+/// The cause of the GPU's idle time while the host is in a call of `kind`, where the call
+/// is one of `WAITS`. A sync copy still running after the GPU went idle is the driver
+/// staging pageable memory.
+fn waiting_cause(kind: HostEventKind) -> Option<IdleCause> {
+    match kind {
+        HostEventKind::Collective => Some(IdleCause::Collective),
+        HostEventKind::Sync(SyncCause::PageableAsyncCopy | SyncCause::SyncCopy) => {
+            Some(IdleCause::PageableCopy)
+        }
+        HostEventKind::Alloc | HostEventKind::Sync(SyncCause::Free) => Some(IdleCause::Alloc),
+        HostEventKind::Sync(SyncCause::Explicit) => None,
+    }
+}
+
+/// Splits idle time `[from, to)` of a gap that no sync's return opened by the host's calls
+/// in it (`events`, all of those that overlap it): each part of it the host spent in one of
+/// `WAITS` is that call's (removing the call removes that wait; the first in `WAITS` where
+/// calls overlap), the rest host work. By the host's state at the opening alone, a gap that
+/// opens as a launch returns, with the host back in Python between allocations, was all
+/// host work: the H200's alloc-churn loop read 42 % or 81-88 % allocating from one run to
+/// the next (bench/results/gpu-2026-11-30-session7-phases-1 and -2).
+pub fn split_by_calls(from: u64, to: u64, events: &[HostEvent]) -> Vec<(u64, u64, IdleCause)> {
+    let mut edges: Vec<(u64, i64, usize)> = events
+        .iter()
+        .filter_map(|e| {
+            let rank = WAITS
+                .iter()
+                .position(|&c| waiting_cause(e.kind) == Some(c))?;
+            let (start, end) = (e.start_unix_ns.max(from), e.end_unix_ns.min(to));
+            (start < end).then_some([(start, 1, rank), (end, -1, rank)])
+        })
+        .flatten()
+        .collect();
+    edges.sort_unstable();
+    let mut pieces: Vec<(u64, u64, IdleCause)> = Vec::new();
+    let mut open = [0i64; WAITS.len()];
+    let mut at = from;
+    let mut piece = |a: u64, b: u64, open: &[i64; WAITS.len()]| {
+        let cause = WAITS
+            .iter()
+            .zip(open)
+            .find(|&(_, &n)| n > 0)
+            .map_or(IdleCause::Host, |(&c, _)| c);
+        match pieces.last_mut() {
+            Some(last) if last.1 == a && last.2 == cause => last.1 = b,
+            _ => pieces.push((a, b, cause)),
+        }
     };
-    [
-        IdleCause::Collective,
-        IdleCause::PageableCopy,
-        IdleCause::Alloc,
-    ]
-    .into_iter()
-    .find(|&cause| in_progress(cause))
-    .unwrap_or(IdleCause::Host)
+    for (time, delta, rank) in edges {
+        if time > at {
+            piece(at, time, &open);
+            at = time;
+        }
+        open[rank] += delta;
+    }
+    if at < to {
+        piece(at, to, &open);
+    }
+    pieces
 }
 
 /// Where host events are found: `crate::events::between` in the shim, a list in tests.
@@ -1042,10 +1095,11 @@ impl DeviceAgg {
         let idle_from = from.max(self.sweep.run_end);
         if idle_from < to {
             let opened = self.sweep.run_end.max(observed_from);
+            let bubble = closing && to - opened < BUBBLE_NS;
             let cause = match self.sweep.gap {
                 Some((at, cause)) if at == opened => cause,
                 _ => {
-                    let cause = if closing && to - opened < BUBBLE_NS {
+                    let cause = if bubble {
                         IdleCause::Host
                     } else {
                         let mut found = Vec::new();
@@ -1060,11 +1114,20 @@ impl DeviceAgg {
                     cause
                 }
             };
-            self.series
-                .idle
-                .entry(cause)
-                .or_default()
-                .spread(origin, idle_from, to);
+            let mut found = Vec::new();
+            let pieces = match cause {
+                // A sync's return opened it: all of it is that sync's doing.
+                IdleCause::AfterSync | IdleCause::Unknown => vec![(idle_from, to, cause)],
+                _ if bubble || !events(idle_from, to, &mut found) => vec![(idle_from, to, cause)],
+                _ => split_by_calls(idle_from, to, &found),
+            };
+            for (start, end, cause) in pieces {
+                self.series
+                    .idle
+                    .entry(cause)
+                    .or_default()
+                    .spread(origin, start, end);
+            }
         }
         self.sweep.frontier = to;
     }
@@ -1693,7 +1756,7 @@ mod tests {
             agg.add(kernel(s, e));
         }
         // The sync that waited for the first kernel returned 50 µs after it ended; an
-        // allocation was under way when the third kernel ended.
+        // allocation was under way when the third kernel ended, for 1 ms of that 3 ms gap.
         let mut events = history(vec![
             event(
                 200_000,
@@ -1714,9 +1777,10 @@ mod tests {
             idle,
             [
                 (IdleCause::AfterSync, 2 * MS),
-                (IdleCause::Alloc, 3 * MS),
-                // The 2 µs bubble between launches and the last 1 ms before the end.
-                (IdleCause::Host, 2_000 + MS),
+                (IdleCause::Alloc, MS),
+                // The 2 µs bubble between launches, the 2 ms of that gap after the
+                // allocation, and the last 1 ms before the end.
+                (IdleCause::Host, 2_000 + 2 * MS + MS),
             ]
         );
         let gap = |s: u64, e: u64, cause| IdleGap {
@@ -1735,6 +1799,42 @@ mod tests {
         assert_eq!(w[0].recent_gaps.len(), 3);
         // Only the gaps between two stretches of activity are in the histogram.
         assert_eq!(only(&agg).gap_hist.count(), 3);
+    }
+
+    #[test]
+    fn a_gap_is_split_by_the_host_calls_in_it() {
+        let e = |start: u64, end: u64, kind| HostEvent {
+            kind,
+            start_unix_ns: start,
+            end_unix_ns: end,
+        };
+        let events = [
+            e(10, 40, HostEventKind::Alloc),
+            e(30, 50, HostEventKind::Sync(SyncCause::PageableAsyncCopy)),
+            e(60, 90, HostEventKind::Sync(SyncCause::Free)),
+            e(0, 100, HostEventKind::Sync(SyncCause::Explicit)),
+        ];
+        assert_eq!(
+            split_by_calls(0, 100, &events),
+            [
+                (0, 10, IdleCause::Host),
+                (10, 30, IdleCause::Alloc),
+                // A copy where both overlap: the copy says more.
+                (30, 50, IdleCause::PageableCopy),
+                (50, 60, IdleCause::Host),
+                (60, 90, IdleCause::Alloc),
+                (90, 100, IdleCause::Host),
+            ]
+        );
+        // Calls reaching outside the gap count only inside it; no calls: host work.
+        assert_eq!(
+            split_by_calls(100, 200, &[e(50, 150, HostEventKind::Collective)]),
+            [
+                (100, 150, IdleCause::Collective),
+                (150, 200, IdleCause::Host)
+            ]
+        );
+        assert_eq!(split_by_calls(5, 9, &[]), [(5, 9, IdleCause::Host)]);
     }
 
     #[test]
@@ -1761,8 +1861,9 @@ mod tests {
             from > T0 + MS
         };
         agg.settle(T0 + 3 * MS, T0 + 3 * MS, &mut lossy);
-        // The batch, then the gaps opening at 0.5, 1.5 and 2.5 ms.
-        assert_eq!(calls, 4);
+        // The batch, then the gaps opening at 0.5, 1.5 and 2.5 ms, and the spans of the
+        // last two, to split them by the calls in them (the first is unknown, whole).
+        assert_eq!(calls, 6);
         let (_, w) = agg.windows(T0);
         let idle: Vec<(IdleCause, u64)> = w[0]
             .idle_ns
