@@ -81,8 +81,9 @@ static REGISTERED: AtomicBool = AtomicBool::new(false);
 static DETACHED: AtomicBool = AtomicBool::new(false);
 /// The program uses CUDA graphs: gpuspy never detaches CUPTI again (`keep_attached`).
 static KEEP_ATTACHED: AtomicBool = AtomicBool::new(false);
-/// Detaches so far, and the time attaching again and detaching took in all.
+/// Detaches and attaches again so far, and the time they took in all.
 static DETACHES: AtomicU64 = AtomicU64::new(0);
+static ATTACHES: AtomicU64 = AtomicU64::new(0);
 static ATTACH_NS: AtomicU64 = AtomicU64::new(0);
 static DETACH_NS: AtomicU64 = AtomicU64::new(0);
 /// The program registered its own CUPTI callbacks (before or after gpuspy started).
@@ -291,6 +292,7 @@ fn attach(api: &Api, unified_memory: bool) -> bool {
     DETACHED.store(false, Release);
     REGISTERED.store(true, Release);
     ATTACH_NS.fetch_add(crate::clock::monotonic_ns() - before, Relaxed);
+    ATTACHES.fetch_add(1, Relaxed);
     true
 }
 
@@ -578,16 +580,27 @@ pub fn counters() -> (u64, u64, Option<u64>) {
     )
 }
 
+/// The mean time of `total` over `n` events, in ns; 0 before the first.
+fn mean_ns(total: &AtomicU64, n: &AtomicU64) -> u64 {
+    total.load(Relaxed) / n.load(Relaxed).max(1)
+}
+
+/// What detaching CUPTI after a slot and attaching it again for the next took on average
+/// so far, in ns: each part counts from its first time.
+pub fn switch_cost_ns() -> u64 {
+    mean_ns(&DETACH_NS, &DETACHES) + mean_ns(&ATTACH_NS, &ATTACHES)
+}
+
 /// For the dump's note: how often gpuspy detached CUPTI between slots, and what attaching
 /// and detaching took on average; None when it never did.
 pub fn detach_summary() -> Option<String> {
     let n = DETACHES.load(Relaxed);
-    let mean_ms = |total: &AtomicU64| total.load(Relaxed) as f64 / n as f64 / 1e6;
+    let ms = |total, n| mean_ns(total, n) as f64 / 1e6;
     (n > 0).then(|| {
         format!(
             "detached between recording slots {n} times (attaching took {:.1} ms, detaching {:.1} ms on average)",
-            mean_ms(&ATTACH_NS),
-            mean_ms(&DETACH_NS)
+            ms(&ATTACH_NS, &ATTACHES),
+            ms(&DETACH_NS, &DETACHES)
         )
     })
 }

@@ -294,6 +294,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 // The slot's records, gathered with the kinds off: its rate decides the
                 // next cycle.
                 cupti::collect(false, SETTLE_MARGIN_NS);
+                traced.switching_costs(cupti::switch_cost_ns());
                 if traced.slot_ended(clock::unix_ns(), cupti::records_this_period()) {
                     cupti::switch_traced_kinds(true);
                     traced.turned_on(clock::unix_ns());
