@@ -6,11 +6,11 @@
 //! kernels), MEMCPY, MEMSET, OVERHEAD and the unified-memory counters (by default the
 //! traced kinds and the counters in duty cycles, `super::sampling`), and flushes from its
 //! own thread. By default it also detaches CUPTI between slots (`detach`), unless the
-//! program has managed memory or uses CUDA graphs. The request callback runs on application threads inside CUDA calls, so it
-//! only hands out a buffer from a fixed pool; completion callbacks only queue the buffer
-//! (under the pool lock, under which nothing calls CUPTI); the gpuspy thread parses. The
-//! lock is taken on a program thread once per 512 KiB buffer (about 2,000 records) and is
-//! otherwise held only for a drain: a lock-free queue would save nothing measurable
+//! program has managed memory or uses CUDA graphs. The request callback runs on
+//! application threads inside CUDA calls, so it only hands out a buffer from a fixed
+//! pool; completion callbacks only queue the buffer (under the pool lock, under which
+//! nothing calls CUPTI); the gpuspy thread parses. The lock is taken on a program thread
+//! once per 512 KiB buffer (about 2,000 records) and is otherwise held only for a drain: a lock-free queue would save nothing measurable
 //! (docs/design.md, "Sampled by default").
 //!
 //! The program's own CUPTI client comes first. The V1 callbacks are process-wide and a
