@@ -265,6 +265,11 @@ pub fn keep_attached() {
     }
 }
 
+/// Whether `detach` may still detach CUPTI: not once the program has used CUDA graphs.
+pub fn may_detach() -> bool {
+    !KEEP_ATTACHED.load(Relaxed)
+}
+
 /// Attaches CUPTI again after `detach`, as `start` left it: our callbacks, the OVERHEAD
 /// kind, and the unified-memory counters configured when `unified_memory`. Nothing once
 /// the program has its own client. True when gpuspy holds CUPTI after it.

@@ -294,14 +294,19 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 // The slot's records, gathered with the kinds off: its rate decides the
                 // next cycle.
                 cupti::collect(false, SETTLE_MARGIN_NS);
-                traced.switching_costs(cupti::switch_cost_ns());
+                // Off for a while, CUPTI is detached: attached, it costs every launch
+                // (`cupti::detach`). The unified-memory counters' cycle keeps it attached:
+                // configured again after a detach, they recorded no fault on the H200.
+                let detaching = duty.unified_memory.is_none() && cupti::may_detach();
+                traced.switching_costs(if detaching {
+                    cupti::switch_cost_ns()
+                } else {
+                    0
+                });
                 if traced.slot_ended(clock::unix_ns(), cupti::records_this_period()) {
                     cupti::switch_traced_kinds(true);
                     traced.turned_on(clock::unix_ns());
-                } else if duty.unified_memory.is_none() {
-                    // Off for a while: CUPTI attached costs every launch (`cupti::detach`).
-                    // The unified-memory counters' cycle keeps it attached: configured
-                    // again after a detach, they recorded no fault on the H200.
+                } else if detaching {
                     cupti::detach();
                 }
             }

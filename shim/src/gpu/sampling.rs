@@ -94,9 +94,10 @@ impl DutyCycle {
         }
     }
 
-    /// Detaching and attaching CUPTI again has cost `switch_ns` on average so far. With
-    /// cycles sized by their records alone, CUPTI attached again every ~0.4 s for ~10 ms on
-    /// the H200's launch-bound loop, which ran +3.6 % (bench/results/gpu-2026-11-30-session8-phases).
+    /// Detaching and attaching CUPTI again has cost `switch_ns` on average so far (0 where
+    /// CUPTI stays attached). With cycles sized by their records alone, CUPTI attached
+    /// again every ~0.4 s for ~10 ms on the H200's launch-bound loop, which ran +3.6 %
+    /// (bench/results/gpu-2026-11-30-session8-phases).
     pub fn switching_costs(&mut self, switch_ns: u64) {
         self.switch_ns = switch_ns;
     }
