@@ -107,6 +107,9 @@ pub struct ProcessInfo {
     pub rank: Option<u32>,
     /// This process's steady-state time: active time less start-up calls.
     pub steady_ns: u64,
+    /// Time creating contexts where `CUDA_MODULE_LOADING=EAGER` was set: creating a
+    /// context then loads every module registered so far, so this is module loading too.
+    pub eager_context_ns: u64,
     /// Time this process's host threads spent blocked in explicit syncs and sync copies.
     pub blocked_ns: u64,
     pub launches: u64,
@@ -176,6 +179,7 @@ impl ProcessInfo {
             (&mut self.driver_ns, other.driver_ns),
             (&mut self.calls, other.calls),
             (&mut self.steady_ns, other.steady_ns),
+            (&mut self.eager_context_ns, other.eager_context_ns),
             (&mut self.blocked_ns, other.blocked_ns),
             (&mut self.launches, other.launches),
             (&mut self.copied_bytes, other.copied_bytes),
@@ -251,6 +255,21 @@ impl Profile {
     /// the names looked up) move rather than being copied.
     pub fn from_dump(path: &Path, d: Dump) -> Profile {
         let mut p = Profile::default();
+        let eager = d
+            .process
+            .cuda_env
+            .iter()
+            .any(|(k, v)| k == "CUDA_MODULE_LOADING" && v.eq_ignore_ascii_case("EAGER"));
+        let eager_context_ns = if eager {
+            total(
+                d.apis
+                    .iter()
+                    .filter(|a| CONTEXT_APIS.contains(&base_name(&a.symbol)))
+                    .map(|a| a.total_ns),
+            )
+        } else {
+            0
+        };
         let active_ns = d.stop_unix_ns.saturating_sub(match d.first_call_unix_ns {
             0 => d.start_unix_ns,
             first => first,
@@ -275,6 +294,7 @@ impl Profile {
             images: 1,
             rank: d.process.rank.as_ref().map(|r| r.rank),
             steady_ns: 0,
+            eager_context_ns,
             blocked_ns: 0,
             launches: 0,
             copied_bytes: 0,
@@ -527,6 +547,9 @@ pub fn total(values: impl Iterator<Item = u64>) -> u64 {
 }
 
 /// API families whose time is start-up (or tear-down) cost rather than steady-state work.
+/// The calls that create a context (base names).
+pub const CONTEXT_APIS: &[&str] = &["cuCtxCreate", "cuDevicePrimaryCtxRetain"];
+
 pub const STARTUP_APIS: &[&str] = &[
     "cuInit",
     "cuCtxCreate",
@@ -632,6 +655,7 @@ pub mod synthetic {
             images: 1,
             rank: None,
             steady_ns: (active_s * 1e9) as u64,
+            eager_context_ns: 0,
             blocked_ns: 0,
             launches: 0,
             copied_bytes: 0,

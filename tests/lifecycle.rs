@@ -86,7 +86,15 @@ fn a_process_without_driver_calls_writes_nothing() {
 #[test]
 fn dumps_are_not_world_writable_and_carry_the_header() {
     use std::os::unix::fs::PermissionsExt;
-    let run = run("linked", &["3", "1"], &[("RANK", "3"), ("WORLD_SIZE", "8")]);
+    let run = run(
+        "linked",
+        &["3", "1"],
+        &[
+            ("RANK", "3"),
+            ("WORLD_SIZE", "8"),
+            ("CUDA_MODULE_LOADING", "EAGER"),
+        ],
+    );
     let dumps = run.dumps();
     assert_eq!(dumps.len(), 1);
     let mode = std::fs::metadata(&dumps[0]).unwrap().permissions().mode();
@@ -113,6 +121,15 @@ fn dumps_are_not_world_writable_and_carry_the_header() {
         rank_env.contains(&serde_json::json!(["RANK", "3"])),
         "{rank_env:?}"
     );
+    // The driver settings that were set, and only those gpuspy looks for.
+    let cuda_env = dump["process"]["cuda_env"].as_array().unwrap();
+    assert!(
+        cuda_env.contains(&serde_json::json!(["CUDA_MODULE_LOADING", "EAGER"])),
+        "{cuda_env:?}"
+    );
+    assert!(cuda_env
+        .iter()
+        .all(|kv| gpuspy_format::CUDA_VARIABLES.contains(&kv[0].as_str().unwrap())));
     let (start, first, stop) = (
         dump["start_unix_ns"].as_u64().unwrap(),
         dump["first_call_unix_ns"].as_u64().unwrap(),

@@ -245,6 +245,59 @@ fn a_normal_start_up_then_a_quiet_loop_gets_no_warning() {
 }
 
 #[test]
+fn under_eager_module_loading_creating_the_context_counts_as_loading() {
+    // The H200's slow-startup long run (CUDA_MODULE_LOADING=EAGER): 3.2 s of imports,
+    // cuInit 180 ms, the primary context 860 ms (105-131 ms lazily), 1.13 s of library
+    // loading, and the end: 5.4 s in all.
+    let mut w = times(320, W::default());
+    w.extend(times(
+        104,
+        W {
+            init_ns: 10 * MS,
+            ..W::default()
+        },
+    ));
+    w.extend(times(
+        113,
+        W {
+            module_ns: 10 * MS,
+            ..W::default()
+        },
+    ));
+    w.extend(times(3, W::default()));
+    let mut d = dump(&w, 0);
+    let init = d.apis.iter_mut().find(|a| a.symbol == "cuInit").unwrap();
+    init.total_ns = 180 * MS;
+    init.max_ns = 180 * MS;
+    let mut context = init.clone();
+    context.symbol = "cuDevicePrimaryCtxRetain".into();
+    context.total_ns = 860 * MS;
+    context.max_ns = 860 * MS;
+    d.apis.push(context);
+    // Without the setting recorded, loading is 1.13 s, 20.9 % of the wall time: no finding.
+    let (r, _) = reports(&d);
+    assert!(!ids(&r).iter().any(|(id, _)| id == "slow-startup"), "{r}");
+    // With it, the context's 860 ms are loading too: 1.99 s, 36.9 %.
+    d.process.cuda_env = vec![("CUDA_MODULE_LOADING".into(), "EAGER".into())];
+    let (r, text) = reports(&d);
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "slow-startup")
+        .unwrap_or_else(|| panic!("{r}"));
+    // 1,990 / 5,400, as the report rounds it.
+    assert_eq!(f["impact"], 0.369, "{f}");
+    assert_eq!(f["evidence"]["eager_context_ms"], 860.0);
+    assert_eq!(f["evidence"]["init_ms"], 180.0);
+    assert!(
+        text.contains("module loading and JIT took 1990 ms (1990 ms in start-up, 0 ms in pauses, 860 ms of it creating contexts under CUDA_MODULE_LOADING=EAGER), 36.9 % of the wall time, against 180 ms of driver initialisation"),
+        "{text}"
+    );
+    assert!(text.contains("Unset CUDA_MODULE_LOADING=EAGER"), "{text}");
+}
+
+#[test]
 fn a_launch_bound_short_script_gets_launch_bound_not_slow_startup() {
     // 0.4 s of imports, 0.3 s of init, 0.3 s of module loading, then 0.3 s of a loop
     // launching 30,000 kernels a second: the GPU busy 1 ms of every 10.

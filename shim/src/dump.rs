@@ -24,6 +24,7 @@ struct Identity {
     exe: String,
     cmdline: Vec<String>,
     rank_env: Vec<(String, String)>,
+    cuda_env: Vec<(String, String)>,
 }
 
 static IDENTITY: OnceLock<Identity> = OnceLock::new();
@@ -50,11 +51,17 @@ pub fn capture_process_info() {
                 gpuspy_format::redact_cmdline(&args)
             })
             .unwrap_or_default(),
-        rank_env: gpuspy_format::rank_variables()
-            .into_iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
-            .collect(),
+        rank_env: set_variables(gpuspy_format::rank_variables()),
+        cuda_env: set_variables(gpuspy_format::CUDA_VARIABLES.iter().copied()),
     });
+}
+
+/// `(name, value)` of those of `names` that are set.
+fn set_variables(names: impl IntoIterator<Item = &'static str>) -> Vec<(String, String)> {
+    names
+        .into_iter()
+        .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
+        .collect()
 }
 
 fn hostname() -> String {
@@ -113,6 +120,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
             cmdline: identity.map(|i| i.cmdline.clone()).unwrap_or_default(),
             rank_env: identity.map(|i| i.rank_env.clone()).unwrap_or_default(),
             rank: identity.and_then(|i| Rank::from_env(&i.rank_env)),
+            cuda_env: identity.map(|i| i.cuda_env.clone()).unwrap_or_default(),
             run_token: config().and_then(|c| c.run_token.clone()),
             image: config().and_then(|c| c.image).map_or(0, |i| i.number),
         },

@@ -11,6 +11,9 @@ const MIN_NS: u64 = 200_000_000;
 /// least as long as the driver's own initialisation. Not twice as long: eager module
 /// loading inflates the context's creation too (H200, CUDA_MODULE_LOADING=EAGER: 1.7 s of
 /// loading against 1.2 s of init, 0.3 s lazily; bench/results/gpu-2026-11-30-phases-1).
+/// Where the dump says EAGER was set, the context's creation counts as loading: left in
+/// init, the H200's eager runs read 22-29 % loading where 27-44 % of the wall time went
+/// when it was unset (`ProcessInfo::eager_context_ns`).
 const MIN_LOADING_NS: u64 = 500_000_000;
 
 impl Rule for SlowStartup {
@@ -37,7 +40,10 @@ initialisation (`cuInit`, the primary context: about 0.3 s that every process pa
 a finding. The rule fires only when module loading and JIT, in the start-up and in the
 pauses they cause later, take 0.5 s or more, at least as long as the driver's initialisation,
 and 25 % or more of the processes' wall time; the impact is that share. Its warning comes
-after the steady state's: the verdict is the loop's.
+after the steady state's: the verdict is the loop's. Where the dump records
+`CUDA_MODULE_LOADING=EAGER` (`process.cuda_env`), creating a context loads every module
+registered so far: its time counts as loading, not initialisation, and the fix is to unset
+it.
 
 Fix: keep processes alive (persistent workers, a server instead of one process per
 request); set `CUDA_MODULE_LOADING=LAZY` (the default since CUDA 12.2); keep JIT caches
@@ -84,8 +90,9 @@ impl SlowStartup {
     /// The judgement on the phases of timelines.
     fn on_axis(&self, p: &Profile, axis: &TimeAxis) -> Outcome {
         let processes = || axis.processes.iter().flatten();
-        let init = total(processes().map(|a| a.startup.init_ns));
-        let in_startup = total(processes().map(|a| a.startup.module_ns));
+        let eager_contexts = total(p.processes.iter().map(|x| x.eager_context_ns));
+        let init = total(processes().map(|a| a.startup.init_ns)).saturating_sub(eager_contexts);
+        let in_startup = total(processes().map(|a| a.startup.module_ns)) + eager_contexts;
         let pauses = total(
             processes()
                 .flat_map(|a| &a.phases)
@@ -98,21 +105,30 @@ impl SlowStartup {
         if loading < MIN_LOADING_NS || loading < init || loading_share < MIN_SHARE {
             return Outcome::Clear;
         }
+        let eager = if eager_contexts > 0 {
+            format!(
+                ", {:.0} ms of it creating contexts under CUDA_MODULE_LOADING=EAGER",
+                ms(eager_contexts)
+            )
+        } else {
+            String::new()
+        };
         Outcome::Found(
             Finding::new(
                 self,
                 loading_share,
                 format!(
-                    "module loading and JIT took {:.0} ms ({:.0} ms in start-up, {:.0} ms in pauses), {:.1} % of the wall time, against {:.0} ms of driver initialisation",
+                    "module loading and JIT took {:.0} ms ({:.0} ms in start-up, {:.0} ms in pauses{eager}), {:.1} % of the wall time, against {:.0} ms of driver initialisation",
                     ms(loading),
                     ms(in_startup),
                     ms(pauses),
                     loading_share * 100.0,
                     ms(init)
                 ),
-                FIX,
+                if eager_contexts > 0 { EAGER_FIX } else { FIX },
             )
             .evidence("loading_ms", ms(loading))
+            .evidence("eager_context_ms", ms(eager_contexts))
             .evidence("startup_loading_ms", ms(in_startup))
             .evidence("loading_pause_ms", ms(pauses))
             .evidence("init_ms", ms(init))
@@ -121,6 +137,7 @@ impl SlowStartup {
     }
 }
 
+const EAGER_FIX: &str = "Unset CUDA_MODULE_LOADING=EAGER (lazy loading is the default since CUDA 12.2): eager loading loads every module of every library at start-up.";
 const FIX: &str = "Keep processes alive (persistent workers/servers); CUDA_MODULE_LOADING=LAZY; keep JIT caches warm (CUDA_CACHE_MAXSIZE, TRITON_CACHE_DIR, Inductor FX graph cache).";
 
 #[cfg(test)]

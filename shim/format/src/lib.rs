@@ -144,6 +144,10 @@ pub struct Process {
     /// The rank resolved from `rank_env`, if any launcher set one.
     #[serde(default)]
     pub rank: Option<Rank>,
+    /// Settings of the CUDA driver, runtime and allocator that change how the program runs,
+    /// where set (`CUDA_VARIABLES`: `CUDA_MODULE_LOADING=EAGER`, `CUDA_LAUNCH_BLOCKING=1`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuda_env: Vec<(String, String)>,
     /// `GPUSPY_RUN_TOKEN`: set by `gpuspy run` so that it reports only the processes it
     /// started, whatever else writes to the same directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,6 +208,17 @@ const RANK_SOURCES: &[(&str, &str, &str, &str)] = &[
 ];
 
 /// Every variable `Rank::from_env` may read, for the shim to capture.
+/// The environment variables a dump records in `Process::cuda_env`, where set: each
+/// changes how the driver or the framework's allocator behaves, and so what gpuspy sees.
+pub const CUDA_VARIABLES: &[&str] = &[
+    "CUDA_CACHE_DISABLE",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "CUDA_FORCE_PTX_JIT",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MODULE_LOADING",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+];
+
 pub fn rank_variables() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = RANK_SOURCES
         .iter()
