@@ -214,6 +214,8 @@ driver -> CUresult, else CUDA_ERROR_NOT_FOUND; {
     cuGraphUpload_ptsz(exec: Ptr, stream: Ptr) => graph_ahead();
     cuGraphInstantiateWithFlags(exec: Ptr, graph: Ptr, flags: u64) => graph_ahead();
     cuGraphInstantiate_v2(exec: Ptr, graph: Ptr, errnode: Ptr, log: Ptr, size: Size) => graph_ahead();
+    cuGraphInstantiateWithParams(exec: Ptr, graph: Ptr, params: Ptr) => graph_ahead();
+    cuGraphInstantiateWithParams_ptsz(exec: Ptr, graph: Ptr, params: Ptr) => graph_ahead();
     cuStreamBeginCapture(stream: Ptr) => graph_ahead();
     cuStreamBeginCapture_ptsz(stream: Ptr) => graph_ahead();
     cuStreamBeginCapture_v2(stream: Ptr, mode: c_int) => graph_ahead();

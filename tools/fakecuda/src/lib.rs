@@ -322,6 +322,8 @@ creates_handle!(
     cuEventCreate,
     cuGraphInstantiateWithFlags,
     cuGraphInstantiate_v2,
+    cuGraphInstantiateWithParams,
+    cuGraphInstantiateWithParams_ptsz,
     cuMemCreate,
     cuMemAddressReserve,
 );
@@ -498,6 +500,7 @@ fn exports() -> &'static [(&'static str, i32, *mut c_void)] {
                 cuGraphLaunch @ 10000, cuGraphLaunch_ptsz @ 10000,
                 cuGraphUpload @ 11010, cuGraphUpload_ptsz @ 11010,
                 cuGraphInstantiateWithFlags @ 11040, cuGraphInstantiate_v2 @ 11000,
+                cuGraphInstantiateWithParams @ 12000, cuGraphInstantiateWithParams_ptsz @ 12000,
                 cuStreamBeginCapture @ 10000, cuStreamBeginCapture_ptsz @ 10000,
                 cuStreamBeginCapture_v2 @ 10010, cuStreamBeginCapture_v2_ptsz @ 10010,
                 cuStreamEndCapture @ 10000, cuStreamEndCapture_ptsz @ 10000,
