@@ -18,6 +18,7 @@ pub const HOOKED_APIS: &[&str] = &[
     "cuGetProcAddress",
     "cuGraphInstantiate",
     "cuGraphInstantiateWithFlags",
+    "cuGraphInstantiateWithParams",
     "cuGraphLaunch",
     "cuGraphUpload",
     "cuInit",
