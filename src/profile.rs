@@ -546,10 +546,10 @@ pub fn total(values: impl Iterator<Item = u64>) -> u64 {
     values.fold(0, u64::saturating_add)
 }
 
-/// API families whose time is start-up (or tear-down) cost rather than steady-state work.
 /// The calls that create a context (base names).
 pub const CONTEXT_APIS: &[&str] = &["cuCtxCreate", "cuDevicePrimaryCtxRetain"];
 
+/// API families whose time is start-up (or tear-down) cost rather than steady-state work.
 pub const STARTUP_APIS: &[&str] = &[
     "cuInit",
     "cuCtxCreate",
