@@ -2,7 +2,10 @@
  * modes (bench/gpu/overhead-modes.sh). Plain driver API through dlopen, so a process
  * starts in about 0.3 s (no framework import) and 25 pairs of each fit in minutes.
  *
- *   modes WORKLOAD [ITERS]   prints "loop_ns_per_iter X", "launches N" and, per thread,
+ *   modes WORKLOAD [ITERS]   prints "loop_ns_per_iter X", "launches N", "stalls N MS MAX_MS"
+ *                            (iterations over the workload's stall threshold, their total
+ *                            and longest time), "excess_pct P" (the loop's time above
+ *                            its median iteration's, in % of the loop) and, per thread,
  *                            "thread_cpu_ms NAME MS" (gpuspy's threads are named gpuspy-*)
  *
  * launch   2 empty-kernel launches and 5 µs of host work per iteration, a stream sync
@@ -14,7 +17,12 @@
  * gpu      8 kernels of 1 ms queued, then a sync: GPU-bound.
  * deep     a 20 µs kernel and a counting kernel per iteration, no host work, a sync every
  *          4,096: the launch queue stays full, so gpuspy's sampled mode detaches CUPTI
- *          with hundreds of kernels in flight; the count is checked at the end. */
+ *          with hundreds of kernels in flight; the count is checked at the end.
+ *
+ * The excess is what rare events cost the loop (syncs, CUPTI's switches, its recorded
+ * slots), measured within the process: its difference between two configurations has
+ * far less noise than their loop times, which vary ±8 % from process to process. A cost
+ * on every iteration (the shim's per-call recording) moves the median instead. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -55,6 +63,40 @@ static void print_thread_cpu(void) {
     if (tasks) closedir(tasks);
 }
 
+/* Iterations slower than `stall_ns`: where CUPTI attaching, detaching or switching its kinds
+ * holds the program's thread, its loop shows a stall there, apart from the cost spread over
+ * every call. */
+static long long stall_ns, stall_last, stall_total, stall_max;
+static long stalls;
+/* Every iteration's time, for the median. */
+static long long *took;
+static void mark(long i) {
+    if (i < 0) return;
+    long long t = now_ns(), d = t - stall_last;
+    if (i > 0) {
+        took[i - 1] = d;
+        if (d > stall_ns) {
+            stalls++;
+            stall_total += d;
+            if (d > stall_max) stall_max = d;
+        }
+    }
+    stall_last = t;
+}
+
+static int by_value(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* The time of the first n iterations above n times their median, in % of their total. */
+static double excess_pct(long n) {
+    long long total = 0;
+    for (long i = 0; i < n; i++) total += took[i];
+    qsort(took, n, sizeof *took, by_value);
+    return n > 0 && total > 0 ? 100.0 * (total - n * took[n / 2]) / total : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: modes launch|managed|sync|copy|gpu [ITERS]\n");
@@ -84,8 +126,11 @@ int main(int argc, char **argv) {
     long long t0 = 0;
     if (strcmp(w, "launch") == 0) {
         iters = iters ? iters : 100000;
+        took = calloc(iters, sizeof *took);
+        stall_ns = 300000; /* an iteration takes ~7.5 µs */
         for (long i = -2000; i < iters; i++) {
             if (i == 0) stream_sync(NULL), t0 = now_ns();
+            mark(i);
             launch(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
             host_work(2500);
             launch(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
@@ -95,6 +140,7 @@ int main(int argc, char **argv) {
         }
     } else if (strcmp(w, "managed") == 0) {
         iters = iters ? iters : 50;
+        took = calloc(iters, sizeof *took);
         unsigned pages = 16384;
         unsigned long long p = 0;
         if (GET("cuMemAllocManaged")(&p, (size_t)pages * 4096, 1)) {
@@ -102,8 +148,10 @@ int main(int argc, char **argv) {
             return 1;
         }
         volatile unsigned *host = (volatile unsigned *)(unsigned long)p;
+        stall_ns = 100000000;
         for (long i = -2; i < iters; i++) {
             if (i == 0) t0 = now_ns();
+            mark(i);
             for (unsigned k = 0; k < pages; k++) host[k * 1024] += 1;
             void *args[] = {&p, &pages};
             launch(touch, pages / 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
@@ -116,10 +164,13 @@ int main(int argc, char **argv) {
         }
     } else if (strcmp(w, "sync") == 0) {
         iters = iters ? iters : 3000;
+        took = calloc(iters, sizeof *took);
         unsigned long long ns = 200000;
         void *args[] = {&ns};
+        stall_ns = 2000000;
         for (long i = -20; i < iters; i++) {
             if (i == 0) t0 = now_ns();
+            mark(i);
             launch(spin, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
             ctx_sync();
             host_work(300000);
@@ -127,6 +178,7 @@ int main(int argc, char **argv) {
         }
     } else if (strcmp(w, "copy") == 0) {
         iters = iters ? iters : 1500;
+        took = calloc(iters, sizeof *took);
         size_t bytes = 4 << 20;
         char *src = malloc(bytes);
         memset(src, 1, bytes);
@@ -137,8 +189,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "cuMemAlloc_v2 failed\n");
             return 1;
         }
+        stall_ns = 3000000; /* a copy takes ~1 ms */
         for (long i = -20; i < iters; i++) {
             if (i == 0) t0 = now_ns();
+            mark(i);
             if (copy(d, src, bytes)) {
                 fprintf(stderr, "cuMemcpyHtoD_v2 failed\n");
                 return 1;
@@ -146,16 +200,21 @@ int main(int argc, char **argv) {
         }
     } else if (strcmp(w, "gpu") == 0) {
         iters = iters ? iters : 180;
+        took = calloc(iters, sizeof *took);
         unsigned long long ns = 1000000;
         void *args[] = {&ns};
+        stall_ns = 20000000;
         for (long i = -2; i < iters; i++) {
             if (i == 0) t0 = now_ns();
+            mark(i);
             for (int k = 0; k < 8; k++) launch(spin, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
             ctx_sync();
             launches += 8;
         }
     } else if (strcmp(w, "deep") == 0) {
         iters = iters ? iters : 60000;
+        took = calloc(iters, sizeof *took);
+        stall_ns = 200000000; /* a sync waits for ~80 ms of queued kernels */
         unsigned long long ns = 20000, counter = 0;
         unsigned one = 1;
         void *spin_args[] = {&ns}, *count_args[] = {&counter, &one};
@@ -165,6 +224,7 @@ int main(int argc, char **argv) {
         }
         for (long i = -100; i < iters; i++) {
             if (i == 0) ctx_sync(), t0 = now_ns();
+            mark(i);
             launch(spin, 1, 1, 1, 32, 1, 1, 0, NULL, spin_args, NULL);
             launch(touch, 1, 1, 1, 32, 1, 1, 0, NULL, count_args, NULL);
             if ((i & 4095) == 4095) stream_sync(NULL);
@@ -183,6 +243,9 @@ int main(int argc, char **argv) {
     ctx_sync();
     printf("loop_ns_per_iter %.1f\n", (double)(now_ns() - t0) / iters);
     printf("launches %ld\n", launches);
+    printf("stalls %ld %.1f %.1f\n", stalls, stall_total / 1e6, stall_max / 1e6);
+    /* The last iteration ends at no mark. */
+    printf("excess_pct %.3f\n", excess_pct(iters - 1));
     fflush(stdout);
     print_thread_cpu();
     return 0;

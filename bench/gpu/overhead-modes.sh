@@ -5,14 +5,18 @@
 # (bench/gpu/modes.c: plain driver API, a loop of about 1.5 s), unpinned as programs run
 # (CORE=N pins the whole process to core N: then gpuspy's threads compete with the loop
 # for that core, which short pinned processes turned into +8 % of start-up work), and
-# records the loop's own ns per iteration and the CPU time of gpuspy's threads; with the
+# records the loop's own ns per iteration, its stalls (iterations over a threshold: where
+# CUPTI's switches hold the program), its excess (time above the median iteration, in %:
+# what rare events cost, measured within the process) and the CPU time of gpuspy's
+# threads; with the
 # shim it also reads the dump's kernel count and sampling factor. The summary
 # (bench/gpu/paired_summary.py) gives medians, paired differences against no shim and
 # their 90 % confidence intervals.
 #   bash bench/gpu/overhead-modes.sh OUTDIR [PAIRS] [WORKLOADS...]
 # Defaults: 25 pairs of launch managed sync copy gpu; CONFIGS="none off default full".
 # Config `alt`: the default mode of another build, ALT_BIN/libgpuspy.so, in the same
-# rotation. The last dump of each workload and config is kept as dump-WORKLOAD-CONFIG.json.
+# rotation; any other config NAME: the default mode of .dev/variants/NAME/libgpuspy.so
+# (VARIANTS=DIR for another folder), so several candidate builds share one rotation. The last dump of each workload and config is kept as dump-WORKLOAD-CONFIG.json.
 # Needs .dev/bin/libgpuspy.so (BIN=...) built with `cargo build --release`. modes.c has no
 # libcudart beside which the shim would find libcupti: GPUSPY_CUPTI_PATH names one (by
 # default the toolkit's, else the pip wheel's that PyTorch loads), and a run with the shim
@@ -44,12 +48,13 @@ echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_ver
 one() { # one CONFIG WORKLOAD ROUND
     local pre="" mode=""
     case $1 in none) ;; off) pre=$shim mode=0 ;; default) pre=$shim ;; full) pre=$shim mode=full ;;
-        alt) pre=$(realpath "${ALT_BIN:?config alt needs ALT_BIN}")/libgpuspy.so ;; esac
+        alt) pre=$(realpath "${ALT_BIN:?config alt needs ALT_BIN}")/libgpuspy.so ;;
+        *) pre=$(realpath "${VARIANTS:-.dev/variants}/$1/libgpuspy.so") || exit 1 ;; esac
     rm -f "$dumps"/*.json
-    local ns launches own_cpu
-    read -r ns launches own_cpu < <(GPUSPY_CUPTI=$mode LD_PRELOAD="$pre" timeout 60 "${pin[@]}" "$out/modes" "$2" |
+    local ns launches own_cpu stalls excess
+    read -r ns launches own_cpu excess stalls < <(GPUSPY_CUPTI=$mode LD_PRELOAD="$pre" timeout 60 "${pin[@]}" "$out/modes" "$2" |
         awk '/loop_ns_per_iter/ {ns = $2} /launches/ {n = $2} /^thread_cpu_ms gpuspy/ {own += $3}
-             END {print ns, n, own + 0}')
+             /^stalls/ {s = $2 " " $3 " " $4} /^excess_pct/ {x = $2} END {print ns, n, own + 0, x, s}')
     local kernels=- factor=-
     if [ -n "$pre" ] && ls "$dumps"/*.json >/dev/null 2>&1; then
         local read
@@ -67,7 +72,7 @@ PY
         read -r kernels factor <<< "$read"
         cp "$dumps"/*.json "$out/dump-$2-$1.json"
     fi
-    echo "$2 $1 $3 ${ns:-fail} $kernels $factor ${launches:-0} ${own_cpu:-0}"
+    echo "$2 $1 $3 ${ns:-fail} $kernels $factor ${launches:-0} ${own_cpu:-0} ${stalls:-0 0 0} ${excess:-0}"
 }
 n=${#configs[@]}
 for r in $(seq "$pairs"); do

@@ -106,6 +106,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         )
     });
     let driver_ns = apis.iter().map(|a| a.total_ns).sum();
+    let launches = crate::timeline::launches_in(&apis);
     let identity = IDENTITY.get();
     let mut dump = Dump {
         schema: SCHEMA_NAME.into(),
@@ -139,7 +140,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         copies,
         unwrapped_symbols: unwrapped::names(),
         nccl: crate::nccl::snapshot(),
-        gpu: crate::gpu::snapshot(table.launches().as_ref()),
+        gpu: crate::gpu::snapshot(launches),
         timeline: None,
         call_sites: crate::pystack::snapshot(),
         hangs: crate::watchdog::hangs(),

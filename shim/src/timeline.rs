@@ -355,14 +355,20 @@ pub fn tick() -> u64 {
     next_edge.saturating_sub(now).clamp(1, DRAIN_NS)
 }
 
-impl Table {
-    /// The kernel launches filed so far, per window; None before the first tick.
-    pub fn launches(&self) -> Option<crate::gpu::activity::Launches<'_>> {
-        (self.origin != 0).then_some(crate::gpu::activity::Launches {
-            window_ns: self.window_ns,
-            per_window: &self.host.launches,
-        })
-    }
+/// The kernel launches made so far, summed from the blocks as a tick does: the GPU side
+/// counts them as it switches recording on and off, and extrapolates sampled kernels by
+/// them. Takes the table's lock: never call it under a lock the dump takes inside it.
+pub fn launches_so_far() -> u64 {
+    let mut table = TABLE.lock();
+    record::with_blocks(|blocks| table.sum_blocks(blocks)).launches
+}
+
+/// The kernel launches among a dump's calls.
+pub fn launches_in(apis: &[gpuspy_format::ApiRecord]) -> u64 {
+    apis.iter()
+        .filter(|a| family(&a.symbol) == Family::Launch)
+        .map(|a| a.calls)
+        .sum()
 }
 
 /// Held while a dump reads the blocks, so that its totals and the last window agree.

@@ -1,6 +1,7 @@
 /* A regular stream of GPU work through the fake libcupti, in real time: every 100 µs ten
- * kernels of 5 µs back to back from "now" (recorded only while gpuspy has the kernel kind
- * on, as the real CUPTI records only launches made while it is on), and with "managed", a managed
+ * kernels of 5 µs back to back from "now", each launched through cuLaunchKernel (recorded
+ * only while gpuspy has the kernel kind on, as the real CUPTI records only launches made
+ * while it is on), and with "managed", a managed
  * allocation and one CPU page fault every millisecond (recorded only while the
  * unified-memory counters are on). A late step is not made up for (the stream stays
  * regular in time, never bunched). Runs for ARGV[1] ms; prints how many of each it made,
@@ -34,8 +35,10 @@ int main(int argc, char **argv) {
         unsigned long long t = fakecupti_now();
         if (t - start >= run_ns) break;
         if (t >= next) {
-            for (int k = 0; k < 10; k++)
+            for (int k = 0; k < 10; k++) {
+                if (cuLaunchKernel(0, 1024, 1, 1, 256, 1, 1, 0, 0, 0, 0)) return 5;
                 fakecupti_kernel(0, t + k * 5000, t + (k + 1) * 5000, 1024, "stream_kernel");
+            }
             kernels += 10;
             next = t + 100000;
         }

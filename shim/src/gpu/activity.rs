@@ -202,6 +202,8 @@ pub type HostEvents<'a> = &'a mut dyn FnMut(u64, u64, &mut Vec<HostEvent>) -> bo
 struct Period {
     on: u64,
     off: u64,
+    /// The host's kernel launches so far when it opened.
+    launches_on: u64,
     /// Nothing could be queued on any device when it opened (before the first context).
     queue_empty: bool,
 }
@@ -226,6 +228,8 @@ pub struct Aggregator {
     sampled: bool,
     /// Records of the period now open, for the duty cycle's rate.
     records_this_period: u64,
+    /// The host's kernel launches made while the closed periods were open.
+    launches_recorded: u64,
     /// Unified-memory counters: when first switched on, since when on now (None: off),
     /// and the time on before that.
     um_first_on: Option<u64>,
@@ -236,8 +240,15 @@ pub struct Aggregator {
 impl Aggregator {
     /// `origin_unix_ns`: the process start, the timeline's origin; `since_unix_ns`: when
     /// CUPTI started (the first period opens then, before any context); `to_unix_ns`: Unix
-    /// time minus CUPTI time, measured once; `sampled`: periods will be duty cycles.
-    pub fn new(origin_unix_ns: u64, since_unix_ns: u64, to_unix_ns: i64, sampled: bool) -> Self {
+    /// time minus CUPTI time, measured once; `sampled`: periods will be duty cycles;
+    /// `launches`: the host's kernel launches so far.
+    pub fn new(
+        origin_unix_ns: u64,
+        since_unix_ns: u64,
+        to_unix_ns: i64,
+        sampled: bool,
+        launches: u64,
+    ) -> Self {
         Aggregator {
             origin_unix_ns,
             since_unix_ns,
@@ -246,6 +257,7 @@ impl Aggregator {
             periods: VecDeque::from([Period {
                 on: since_unix_ns,
                 off: u64::MAX,
+                launches_on: launches,
                 queue_empty: true,
             }]),
             um_faults: Series::default(),
@@ -258,23 +270,45 @@ impl Aggregator {
         self.to_unix_ns = to_unix_ns;
     }
 
-    /// The activity kinds were switched off at `at` (Unix ns).
-    pub fn period_off(&mut self, at: u64) {
+    /// The activity kinds were switched off at `at` (Unix ns), after `launches` kernel
+    /// launches of the host's.
+    pub fn period_off(&mut self, at: u64, launches: u64) {
         if let Some(p) = self.periods.back_mut().filter(|p| p.off == u64::MAX) {
             p.off = at.max(p.on);
+            self.launches_recorded += launches.saturating_sub(p.launches_on);
         }
     }
 
-    /// The activity kinds were switched on again at `at`.
-    pub fn period_on(&mut self, at: u64) {
+    /// The activity kinds were switched on again at `at`, after `launches` launches.
+    pub fn period_on(&mut self, at: u64, launches: u64) {
         if self.periods.back().is_some_and(|p| p.off != u64::MAX) {
             self.periods.push_back(Period {
                 on: at,
                 off: u64::MAX,
+                launches_on: launches,
                 queue_empty: false,
             });
             self.records_this_period = 0;
         }
+    }
+
+    /// All `launches` of the host's over those made while activity was recorded (the
+    /// period still open counted to now); None when none was. The launch rate changes over
+    /// a run (start-up, JIT, pauses: a slot recorded while nothing launched says nothing of
+    /// the loop), and kernels follow launches. On the H200 the ratio of time covered to
+    /// time recorded put a launch-bound loop's kernels at 15-74 % of its launches
+    /// (bench/gpu/kernel_extrapolation.py), and launches per timeline window, a window
+    /// recorded in part counted by its share of time, at 107-109 %
+    /// (bench/results/gpu-2026-12-01-session9-probe): the launches at each switch are
+    /// counted instead.
+    fn kernel_factor(&self, launches: u64) -> Option<f64> {
+        let open = self
+            .periods
+            .back()
+            .filter(|p| p.off == u64::MAX)
+            .map_or(0, |p| launches.saturating_sub(p.launches_on));
+        let recorded = self.launches_recorded + open;
+        (recorded > 0).then(|| (launches as f64 / recorded as f64).max(1.0))
     }
 
     /// Kernel, copy and memset records received that started in the period now open.
@@ -502,14 +536,15 @@ impl Aggregator {
     }
 
     /// Per-device activity as of now, every interval received so far included. Does not
-    /// disturb the running state, so it serves periodic dumps too. `launches`: the host's,
-    /// by which sampled kernel statistics are extrapolated.
-    pub fn devices(&self, launches: Option<&Launches>) -> Vec<(u32, Activity)> {
+    /// disturb the running state, so it serves periodic dumps too. `launches`: the host's
+    /// kernel launches so far, by which sampled kernel statistics are extrapolated.
+    pub fn devices(&self, launches: u64) -> Vec<(u32, Activity)> {
+        let kernel_factor = self.kernel_factor(launches);
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
             .map(|(&ordinal, d)| {
-                let sampling = self.sampled.then(|| d.sampled(launches));
+                let sampling = self.sampled.then(|| d.sampled(kernel_factor));
                 (ordinal, d.snapshot(self.since_unix_ns, sampling))
             })
             .collect()
@@ -641,39 +676,6 @@ impl Series {
         }
         self.values.resize(len.max(self.values.len()), 0);
         self.values
-    }
-}
-
-/// The host's kernel launches per window, on the timeline's grid (the process start, a
-/// width doubled from `FIRST_WINDOW_NS`).
-pub struct Launches<'a> {
-    pub window_ns: u64,
-    pub per_window: &'a [u64],
-}
-
-impl Launches<'_> {
-    /// All launches over those made while `observed` (recorded ns per window) was being
-    /// recorded; None when none was. The launch rate changes over a run (start-up, JIT,
-    /// pauses: a slot recorded while nothing launched says nothing of the loop), and
-    /// kernels follow launches: on the H200 the ratio of time covered to time recorded
-    /// put a launch-bound loop's kernels at 15-74 % of its launches, this ratio at 96-99 %
-    /// (bench/gpu/kernel_extrapolation.py).
-    fn factor(&self, observed: &Series) -> Option<f64> {
-        let width = self.window_ns.max(observed.window_ns);
-        let mut launches = self.per_window.to_vec();
-        let mut at = self.window_ns;
-        while at < width {
-            timeline::merge_pairs(&mut launches);
-            at *= 2;
-        }
-        let observed = observed.clone().at_width(width, launches.len());
-        let all: u64 = launches.iter().sum();
-        let seen: f64 = launches
-            .iter()
-            .zip(&observed)
-            .map(|(&n, &ns)| n as f64 * ns.min(width) as f64 / width as f64)
-            .sum();
-        (seen > 0.0).then(|| (all as f64 / seen).max(1.0))
     }
 }
 
@@ -1132,9 +1134,8 @@ impl DeviceAgg {
         self.sweep.frontier = to;
     }
 
-    /// Observed over covered time, and all launches over the launches recorded, when
-    /// activity was sampled.
-    fn sampled(&self, launches: Option<&Launches>) -> Sampled {
+    /// Observed over covered time, and `kernel_factor`, when activity was sampled.
+    fn sampled(&self, kernel_factor: Option<f64>) -> Sampled {
         let covered = self
             .sweep
             .frontier
@@ -1148,7 +1149,7 @@ impl DeviceAgg {
             } else {
                 1.0
             },
-            kernel_factor: launches.and_then(|l| l.factor(&self.series.observed)),
+            kernel_factor,
         }
     }
 
@@ -1360,57 +1361,52 @@ mod tests {
         }
     }
 
-    /// Full capture from T0, the grid's origin too.
-    #[test]
-    fn kernels_are_extrapolated_by_the_launches_made_while_recording() {
-        // Recorded for the first 10 ms, when the program launched nothing, and for 2 ms
-        // of the loop, whose 100 launches per 10 ms window ran in windows 1-9: the 20
-        // kernels recorded stand for all 900 launches (one in 45 was recorded), not for 20
-        // times covered over recorded time.
-        let mut agg = Aggregator::new(T0, T0, 0, true);
-        agg.period_off(T0 + 10 * MS);
+    /// Recorded for the first 10 ms, when the program launched nothing, and for 2 ms of
+    /// its loop, 20 kernels: `launches` is the host's count at the second period's start
+    /// and end.
+    fn two_periods(launches: (u64, u64)) -> Aggregator {
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
+        agg.period_off(T0 + 10 * MS, 0);
         agg.settle(T0 + 10 * MS, T0 + 10 * MS, &mut no_events);
-        agg.period_on(T0 + 50 * MS);
+        agg.period_on(T0 + 50 * MS, launches.0);
         for k in 0..20 {
             let start = 50 * MS + k * 100 * US;
             agg.add(kernel(start, start + 50 * US));
         }
-        agg.period_off(T0 + 52 * MS);
+        agg.period_off(T0 + 52 * MS, launches.1);
         agg.settle(u64::MAX, T0 + 100 * MS, &mut no_events);
-        let mut launches = vec![100; 10];
-        launches[0] = 0;
-        let host = Launches {
-            window_ns: FIRST_WINDOW_NS,
-            per_window: &launches,
-        };
-        let a = agg.devices(Some(&host)).remove(0).1;
+        agg
+    }
+
+    #[test]
+    fn kernels_are_extrapolated_by_the_launches_made_while_recording() {
+        // The 20 recorded kernels were 20 of the loop's 900 launches: they stand for all
+        // 900 (one in 45 was recorded), not for 20 times covered over recorded time.
+        let agg = two_periods((400, 420));
+        let a = agg.devices(900).remove(0).1;
         let sampled = a.sampled.unwrap();
         assert_eq!(sampled.kernel_factor, Some(45.0));
         assert_eq!((a.kernels, a.kernel_ns), (900, 900 * 50 * US));
         assert_eq!(a.top_kernels[0].calls, 900);
-        // By time, the 20 would have counted 52 / 12 times.
+        // By time, the 20 would have counted 52 / 12 times: so they do when no launch was
+        // counted while recording.
         assert_eq!(sampled.observed_ns, 12 * MS);
         assert_eq!(sampled.covered_ns, 52 * MS);
-        // Without the host's launches, or with none in the recorded windows: by time.
-        assert_eq!(agg.devices(None).remove(0).1.kernels, 87);
-        launches[5] = 0;
-        let host = Launches {
-            window_ns: FIRST_WINDOW_NS,
-            per_window: &launches,
-        };
-        assert_eq!(
-            agg.devices(Some(&host))
-                .remove(0)
-                .1
-                .sampled
-                .unwrap()
-                .kernel_factor,
-            None
-        );
+        let a = two_periods((420, 420)).devices(900).remove(0).1;
+        assert_eq!((a.sampled.unwrap().kernel_factor, a.kernels), (None, 87));
+    }
+
+    #[test]
+    fn the_period_still_open_counts_its_launches_to_now() {
+        let mut agg = two_periods((400, 420));
+        agg.period_on(T0 + 90 * MS, 880);
+        // 20 + 20 of 900 launches made while recording.
+        let sampled = agg.devices(900).remove(0).1.sampled.unwrap();
+        assert_eq!(sampled.kernel_factor, Some(22.5));
     }
 
     fn full() -> Aggregator {
-        Aggregator::new(T0, T0, 0, false)
+        Aggregator::new(T0, T0, 0, false, 0)
     }
 
     pub(super) fn no_events(_: u64, _: u64, _: &mut Vec<HostEvent>) -> bool {
@@ -1418,7 +1414,7 @@ mod tests {
     }
 
     fn only(agg: &Aggregator) -> Activity {
-        let mut devices = agg.devices(None);
+        let mut devices = agg.devices(0);
         assert_eq!(devices.len(), 1);
         devices.remove(0).1
     }
@@ -1433,7 +1429,7 @@ mod tests {
             agg.add(kernel(s, e));
         }
         agg.add(copy(20, 25));
-        agg.period_off(T0 + 40);
+        agg.period_off(T0 + 40, 0);
         agg.settle(u64::MAX, T0 + 40, &mut no_events);
         let a = only(&agg);
         assert_eq!((a.kernels, a.kernel_ns), (4, 10 + 15 + 10 + 1));
@@ -1489,7 +1485,7 @@ mod tests {
 
     #[test]
     fn cupti_time_is_shifted_to_unix_time() {
-        let mut agg = Aggregator::new(T0, T0, 1_000, false);
+        let mut agg = Aggregator::new(T0, T0, 1_000, false, 0);
         agg.add(kernel(0, 10));
         let a = only(&agg);
         assert_eq!((a.first_unix_ns, a.last_unix_ns), (T0 + 1_000, T0 + 1_010));
@@ -1679,7 +1675,7 @@ mod tests {
                 agg.settle(at, at, &mut no_events);
             }
         }
-        agg.period_off(T0 + 3600 * 1000 * MS);
+        agg.period_off(T0 + 3600 * 1000 * MS, 0);
         agg.settle(u64::MAX, T0 + 3600 * 1000 * MS, &mut no_events);
         let (window_ns, w) = agg.windows(T0);
         // 3,600 s over at most 256 windows: 10 ms doubled to 20.48 s.
@@ -1702,7 +1698,7 @@ mod tests {
         // A kernel across the first window edge, a copy ending in the third window.
         agg.add(kernel(5 * MS, 12 * MS));
         agg.add(copy(19 * MS, 21 * MS));
-        agg.period_off(T0 + 30 * MS);
+        agg.period_off(T0 + 30 * MS, 0);
         agg.settle(u64::MAX, T0 + 30 * MS, &mut no_events);
         let (window_ns, w) = agg.windows(T0);
         assert_eq!(window_ns, FIRST_WINDOW_NS);
@@ -1765,7 +1761,7 @@ mod tests {
             ),
             event(4 * MS + 500_000, 6 * MS, HostEventKind::Alloc),
         ]);
-        agg.period_off(T0 + 10 * MS);
+        agg.period_off(T0 + 10 * MS, 0);
         agg.settle(u64::MAX, T0 + 10 * MS, &mut events);
         let (_, w) = agg.windows(T0);
         let idle: Vec<(IdleCause, u64)> = w[0]
@@ -1909,20 +1905,20 @@ mod tests {
     #[test]
     fn sampled_counts_are_extrapolated_exactly_on_a_regular_stream() {
         let us = 1_000;
-        let mut agg = Aggregator::new(T0, T0, 0, true);
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
         // A kernel of 5 µs every 10 µs; the kinds on for 100 µs in every 1,000 µs, ten
         // times: only the launches made while on are recorded.
         for period in 0..10 {
             let on = period * 1_000 * us;
             if period > 0 {
-                agg.period_on(T0 + on);
+                agg.period_on(T0 + on, 0);
             }
             for k in 0..10 {
                 let start = on + k * 10 * us;
                 agg.add(kernel(start, start + 5 * us));
             }
             assert_eq!(agg.records_this_period(), 10);
-            agg.period_off(T0 + on + 100 * us);
+            agg.period_off(T0 + on + 100 * us, 0);
             let horizon = T0 + on + 50 * us;
             agg.settle(horizon, horizon, &mut no_events);
         }
@@ -1956,16 +1952,16 @@ mod tests {
 
     #[test]
     fn a_period_without_records_observed_the_device_idle() {
-        let mut agg = Aggregator::new(T0, T0, 0, true);
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
         agg.add(kernel(MS, 2 * MS));
-        agg.period_off(T0 + 3 * MS);
-        agg.period_on(T0 + 5 * MS);
-        agg.period_off(T0 + 8 * MS);
+        agg.period_off(T0 + 3 * MS, 0);
+        agg.period_on(T0 + 5 * MS, 0);
+        agg.period_off(T0 + 8 * MS, 0);
         // A third period whose first record starts 1 ms after it opened: work queued
         // before it may have run until then, so its observed part starts at the record.
-        agg.period_on(T0 + 12 * MS);
+        agg.period_on(T0 + 12 * MS, 0);
         agg.add(kernel(13 * MS, 14 * MS));
-        agg.period_off(T0 + 15 * MS);
+        agg.period_off(T0 + 15 * MS, 0);
         agg.settle(u64::MAX, T0 + 16 * MS, &mut no_events);
         let (_, w) = agg.windows(T0);
         // [0,3) + [5,8) + [13,15) ms.
@@ -1977,13 +1973,13 @@ mod tests {
 
     #[test]
     fn a_device_whose_records_come_late_still_has_the_periods_they_belong_to() {
-        let mut agg = Aggregator::new(T0, T0, 0, true);
-        agg.period_off(T0 + 3 * MS);
-        agg.period_on(T0 + 5 * MS);
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
+        agg.period_off(T0 + 3 * MS, 0);
+        agg.period_on(T0 + 5 * MS, 0);
         // No device yet: the periods after the horizon must stay.
         agg.settle(T0 + 4 * MS, T0 + 4 * MS, &mut no_events);
         agg.add(kernel(6 * MS, 7 * MS));
-        agg.period_off(T0 + 8 * MS);
+        agg.period_off(T0 + 8 * MS, 0);
         agg.settle(u64::MAX, T0 + 9 * MS, &mut no_events);
         let (_, w) = agg.windows(T0);
         // [0,3) idle (the first period, the queue empty), then [6,8).
@@ -1994,7 +1990,7 @@ mod tests {
 
     #[test]
     fn unified_memory_counts_are_scaled_by_the_time_the_counters_were_on() {
-        let mut agg = Aggregator::new(T0, T0, 0, true);
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
         agg.unified_memory_switched(true, T0);
         agg.add(Record::UnifiedMemory {
             counter: 3,
@@ -2042,7 +2038,7 @@ mod accounting {
         // the switch is read after the calls that switch them, so a kernel launched during
         // those calls starts 10 µs before the period's recorded opening. It belongs to the
         // period before by its start, long after that one closed.
-        let mut agg = Aggregator::new(T0, T0, 0, true);
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
         agg.add(kernel(MS, 2 * MS));
         agg.add(kernel(5 * MS, 6 * MS));
         // A copy, half under the second kernel: 0.5 ms of transfer time.
@@ -2055,12 +2051,12 @@ mod accounting {
             start: T0 + 4 * MS + 500 * US,
             end: T0 + 5 * MS + 500 * US,
         });
-        agg.period_off(T0 + 20 * MS);
+        agg.period_off(T0 + 20 * MS, 0);
         agg.settle(T0 + 20 * MS, T0 + 20 * MS, &mut no_events);
-        agg.period_on(T0 + 100 * MS);
+        agg.period_on(T0 + 100 * MS, 0);
         agg.add(kernel(100 * MS - 10 * US, 100 * MS + 500 * US));
         agg.add(kernel(110 * MS, 111 * MS));
-        agg.period_off(T0 + 120 * MS);
+        agg.period_off(T0 + 120 * MS, 0);
         agg.settle(u64::MAX, T0 + 130 * MS, &mut no_events);
         let (observed, busy, _) = accounted(&agg);
         // [0,20) (the queue empty at CUPTI's start); the early kernel's own time; the next
@@ -2072,16 +2068,16 @@ mod accounting {
         assert_eq!(busy[9..], [10 * US, 500 * US, MS]);
         let (_, w) = agg.windows(T0);
         assert_eq!(w[0].transfer_ns[..2], [500 * US, 0]);
-        let a = agg.devices(None).remove(0).1;
+        let a = agg.devices(0).remove(0).1;
         let sampled = a.sampled.unwrap();
         assert_eq!(sampled.observed_ns, 20 * MS + 510 * US + 10 * MS);
     }
 
     #[test]
     fn after_its_close_a_period_observed_only_the_time_its_records_ran() {
-        let mut agg = Aggregator::new(T0, T0, 0, true);
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
         agg.add(kernel(MS, 2 * MS));
-        agg.period_off(T0 + 10 * MS);
+        agg.period_off(T0 + 10 * MS, 0);
         // Queued before the close: one running across it, one starting 3 ms after it
         // (behind work of another stream, say), then one right behind that.
         agg.add(kernel(9 * MS, 11 * MS));
@@ -2096,19 +2092,19 @@ mod accounting {
 
     #[test]
     fn a_record_arriving_after_its_time_was_committed_is_clipped_to_the_frontier() {
-        let mut agg = Aggregator::new(T0, T0, 0, false);
+        let mut agg = Aggregator::new(T0, T0, 0, false, 0);
         agg.add(kernel(MS, 2 * MS));
         agg.settle(T0 + 10 * MS, T0 + 10 * MS, &mut no_events);
         // Held in a buffer with a record of work still queued: it comes after [0,10) was
         // committed, [1,2) busy and the rest idle.
         agg.add(kernel(5 * MS, 12 * MS));
-        agg.period_off(T0 + 20 * MS);
+        agg.period_off(T0 + 20 * MS, 0);
         agg.settle(u64::MAX, T0 + 20 * MS, &mut no_events);
         let (observed, busy, idle) = accounted(&agg);
         assert_eq!(observed, [10 * MS, 10 * MS]);
         assert_eq!(busy, [MS, 2 * MS]);
         assert_eq!(idle, [9 * MS, 8 * MS]);
-        let a = agg.devices(None).remove(0).1;
+        let a = agg.devices(0).remove(0).1;
         assert_eq!((a.late_records, a.late_ns), (1, 5 * MS));
         assert_eq!(a.busy_ns, 3 * MS);
     }

@@ -87,6 +87,11 @@ static DETACHES: AtomicU64 = AtomicU64::new(0);
 static ATTACHES: AtomicU64 = AtomicU64::new(0);
 static ATTACH_NS: AtomicU64 = AtomicU64::new(0);
 static DETACH_NS: AtomicU64 = AtomicU64::new(0);
+/// Switches of the traced kinds on and off so far, and the time they took in all.
+static KINDS_ON: AtomicU64 = AtomicU64::new(0);
+static KINDS_OFF: AtomicU64 = AtomicU64::new(0);
+static KINDS_ON_NS: AtomicU64 = AtomicU64::new(0);
+static KINDS_OFF_NS: AtomicU64 = AtomicU64::new(0);
 /// The program registered its own CUPTI callbacks (before or after gpuspy started).
 static PROGRAM_CLIENT: AtomicBool = AtomicBool::new(false);
 /// When gpuspy stepped aside for the program's client (CUPTI timestamp), 0 if it did not.
@@ -170,7 +175,13 @@ pub fn start(sampled: bool, origin_unix_ns: u64) -> Result<String, String> {
     let since = crate::clock::unix_ns();
     let to_unix = cupti_to_unix(api);
     if let Ok(mut agg) = AGGREGATOR.lock() {
-        *agg = Some(Aggregator::new(origin_unix_ns, since, to_unix, sampled));
+        *agg = Some(Aggregator::new(
+            origin_unix_ns,
+            since,
+            to_unix,
+            sampled,
+            crate::timeline::launches_so_far(),
+        ));
     }
     // SAFETY: our callbacks have the signatures CUPTI documents.
     let r = unsafe { (api.register_callbacks)(on_buffer_request, on_buffer_complete) };
@@ -349,6 +360,9 @@ pub fn switch_traced_kinds(on: bool) {
     if !REGISTERED.load(Acquire) {
         return;
     }
+    // The host's launches, counted before the kinds come on and after they are off, as the
+    // times below. Outside the aggregator's lock: a dump takes it under the timeline's.
+    let launches_before = on.then(crate::timeline::launches_so_far);
     // The period is the widest span in which a launch can be recorded: from before the
     // first kind is on until after the last is off. Read after the calls, the opening came
     // after kernels launched during them had started, and such a kernel counted as a
@@ -365,11 +379,19 @@ pub fn switch_traced_kinds(on: bool) {
         }
     }
     let after = crate::clock::unix_ns();
+    let (switches, took) = if on {
+        (&KINDS_ON, &KINDS_ON_NS)
+    } else {
+        (&KINDS_OFF, &KINDS_OFF_NS)
+    };
+    switches.fetch_add(1, Relaxed);
+    took.fetch_add(after.saturating_sub(before), Relaxed);
+    let launches = launches_before.unwrap_or_else(crate::timeline::launches_so_far);
     with_aggregator(|agg| {
         if on {
-            agg.period_on(before)
+            agg.period_on(before, launches)
         } else {
-            agg.period_off(after)
+            agg.period_off(after, launches)
         }
     });
 }
@@ -534,11 +556,16 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
         // SAFETY: plain CUPTI call, from a thread that is not in a CUPTI callback.
         unsafe { (api.flush_all)(if forced { FLUSH_FORCED } else { 0 }) };
     }
+    let yielded = YIELDED_AT.load(Relaxed);
+    // The last flush, or gpuspy stepped aside: recording ended then (the launches counted
+    // now, a little late for a step aside).
+    let ended = (forced || yielded > 0).then(|| {
+        let at = if yielded > 0 { yielded } else { now };
+        (at, crate::timeline::launches_so_far())
+    });
     drain(api, |agg| {
-        let yielded = YIELDED_AT.load(Relaxed);
-        if forced || yielded > 0 {
-            // The last flush, or gpuspy stepped aside: recording ended then.
-            agg.period_off(if yielded > 0 { yielded } else { now });
+        if let Some((at, launches)) = ended {
+            agg.period_off(at, launches);
         }
         agg.settle(
             if forced { u64::MAX } else { horizon },
@@ -591,23 +618,47 @@ fn mean_ns(total: &AtomicU64, n: &AtomicU64) -> u64 {
     total.load(Relaxed) / n.load(Relaxed).max(1)
 }
 
-/// What detaching CUPTI after a slot and attaching it again for the next took on average
-/// so far, in ns: each part counts from its first time.
+/// What attaching and detaching are taken to cost until this process has done each once:
+/// the H200's (attach 8-11 ms, detach ~2 ms: bench/results/gpu-2026-11-30-session8-detach).
+/// Counted as free instead, the first slot of a 1.4 s launch-bound loop got a short cycle,
+/// and CUPTI attached again within the loop, the launching thread stalled ~7 ms
+/// (bench/results/gpu-2026-11-30-session9-probe).
+const ASSUMED_ATTACH_NS: u64 = 10_000_000;
+const ASSUMED_DETACH_NS: u64 = 2_000_000;
+
+/// What detaching CUPTI after a slot and attaching it again for the next take on average,
+/// in ns: each part as measured so far, or as assumed before its first time.
 pub fn switch_cost_ns() -> u64 {
-    mean_ns(&DETACH_NS, &DETACHES) + mean_ns(&ATTACH_NS, &ATTACHES)
+    let mean_or = |total, n: &AtomicU64, assumed| match n.load(Relaxed) {
+        0 => assumed,
+        _ => mean_ns(total, n),
+    };
+    mean_or(&DETACH_NS, &DETACHES, ASSUMED_DETACH_NS)
+        + mean_or(&ATTACH_NS, &ATTACHES, ASSUMED_ATTACH_NS)
 }
 
-/// For the dump's note: how often gpuspy detached CUPTI between slots, and what attaching
-/// and detaching took on average; None when it never did.
-pub fn detach_summary() -> Option<String> {
-    let n = DETACHES.load(Relaxed);
+/// For the dump's note: how often gpuspy switched the traced kinds off (between slots) and
+/// detached CUPTI, and what each switch took on average; None when it never did. Each one
+/// is the time gpuspy's thread spent in CUPTI, which may hold the program's calls too.
+pub fn switch_summary() -> Option<String> {
+    let offs = KINDS_OFF.load(Relaxed);
     let ms = |total, n| mean_ns(total, n) as f64 / 1e6;
-    (n > 0).then(|| {
-        format!(
-            "detached between recording slots {n} times (attaching took {:.1} ms, detaching {:.1} ms on average)",
-            ms(&ATTACH_NS, &ATTACHES),
-            ms(&DETACH_NS, &DETACHES)
-        )
+    (offs > 0).then(|| {
+        let mut summary = format!(
+            "switched the traced kinds off {offs} times and on {} times ({:.1} and {:.1} ms on average)",
+            KINDS_ON.load(Relaxed),
+            ms(&KINDS_OFF_NS, &KINDS_OFF),
+            ms(&KINDS_ON_NS, &KINDS_ON)
+        );
+        let detaches = DETACHES.load(Relaxed);
+        if detaches > 0 {
+            summary.push_str(&format!(
+                "; detached between recording slots {detaches} times (attaching took {:.1} ms, detaching {:.1} ms on average)",
+                ms(&ATTACH_NS, &ATTACHES),
+                ms(&DETACH_NS, &DETACHES)
+            ));
+        }
+        summary
     })
 }
 

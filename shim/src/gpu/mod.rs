@@ -496,8 +496,9 @@ fn sample(nvml: &Nvml, devices: &mut BTreeMap<u32, Sampled>, pid: u32, with_proc
 }
 
 /// The GPU section of a dump; None when collection never started in this process.
-/// `launches`: the host's per window, by which sampled kernel statistics are extrapolated.
-pub fn snapshot(launches: Option<&activity::Launches>) -> Option<Gpu> {
+/// `launches`: the host's kernel launches, by which sampled kernel statistics are
+/// extrapolated.
+pub fn snapshot(launches: u64) -> Option<Gpu> {
     if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
         return None;
     }
@@ -543,7 +544,7 @@ pub fn snapshot(launches: Option<&activity::Launches>) -> Option<Gpu> {
     }
     let (dropped, refused, yielded_at) = cupti::counters();
     let mut cupti = state.cupti.clone();
-    if let Some(summary) = cupti::detach_summary() {
+    if let Some(summary) = cupti::switch_summary() {
         cupti.note.push_str("; ");
         cupti.note.push_str(&summary);
     }
