@@ -411,9 +411,17 @@ fn between_slots_the_sampled_mode_detaches_cupti_and_leaves_it_alone() {
     assert!(out.trim_end().ends_with("stray_calls 0"), "{out}");
     // Each slot's records were read before its detach (the fake, as CUPTI, drops a buffer
     // that was not flushed): the extrapolated count is the stream's.
-    let got = g["devices"][0]["activity"]["kernels"].as_f64().unwrap();
+    let a = &g["devices"][0]["activity"];
+    let got = a["kernels"].as_f64().unwrap();
     let kernels = made(&run).0;
     assert!((got / kernels - 1.0).abs() < 0.02, "{got} of {kernels}");
+    // The last slot ended long before the stream did: the span runs to the last launch,
+    // so the busy share is the stream's (5 µs kernels over its 1.5 s), not that of the
+    // records' span.
+    let span = a["last_unix_ns"].as_f64().unwrap() - a["first_unix_ns"].as_f64().unwrap();
+    let share = a["busy_ns"].as_f64().unwrap() / span;
+    let stream = kernels * 5e3 / 1.5e9;
+    assert!((share / stream - 1.0).abs() < 0.05, "{share} against {stream}");
 }
 
 #[test]

@@ -363,6 +363,20 @@ pub fn launches_so_far() -> u64 {
     record::with_blocks(|blocks| table.sum_blocks(blocks)).launches
 }
 
+impl Table {
+    /// About when the last of a dump's `launches` was made: at the last filing if some
+    /// came after it, else at the end of the last window that filed one (0: none filed).
+    pub fn last_launch_unix_ns(&self, launches: u64) -> u64 {
+        if launches > self.filed.launches {
+            return self.filed_at;
+        }
+        let last = self.host.launches.iter().rposition(|&n| n > 0);
+        last.map_or(0, |i| {
+            (self.origin + (i as u64 + 1) * self.window_ns).min(self.filed_at)
+        })
+    }
+}
+
 /// The kernel launches among a dump's calls.
 pub fn launches_in(apis: &[gpuspy_format::ApiRecord]) -> u64 {
     apis.iter()
@@ -542,6 +556,24 @@ mod tests {
         assert_eq!(t.host.blocked_ns[0].ns, vec![0, 0, 0, 0, 700, 0]);
         assert_eq!(t.host.launches, vec![0; 6]);
         assert!(t.host.copy_bytes.is_empty());
+    }
+
+    #[test]
+    fn the_last_launch_is_placed_in_its_window_or_after_the_last_filing() {
+        let mut t = table();
+        let w = FIRST_WINDOW_NS;
+        let launches = |n| Totals {
+            launches: n,
+            ..Totals::default()
+        };
+        assert_eq!(t.last_launch_unix_ns(0), 0);
+        // Launches filed in window 2 (the interval's middle), none in windows 3-4.
+        t.file(1_000 + w, launches(0));
+        t.file(1_000 + 3 * w, launches(5));
+        t.file(1_000 + 5 * w, launches(5));
+        assert_eq!(t.last_launch_unix_ns(5), 1_000 + 3 * w);
+        // One more made since the last filing: then.
+        assert_eq!(t.last_launch_unix_ns(6), 1_000 + 5 * w);
     }
 
     #[test]

@@ -396,11 +396,13 @@ pub fn switch_traced_kinds(on: bool) {
     });
 }
 
-/// Kernel, copy and memset records of the recording period now open.
-pub fn records_this_period() -> u64 {
-    let mut n = 0;
-    with_aggregator(|agg| n = agg.records_this_period());
-    n
+/// Kernel, copy and memset records of the recording period now open (or last closed),
+/// and the host's kernel launches since it opened.
+pub fn this_period() -> (u64, u64) {
+    let launches = crate::timeline::launches_so_far();
+    let mut counts = (0, 0);
+    with_aggregator(|agg| counts = agg.this_period(launches));
+    counts
 }
 
 /// 12.x (API versions 18 to 28) and 13.x keep the record prefixes gpuspy reads.

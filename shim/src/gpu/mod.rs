@@ -288,7 +288,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
             } else if unix >= traced.next_at() || {
                 // Inside a long slot: its records so far.
                 cupti::collect(false, SETTLE_MARGIN_NS);
-                traced.over_budget(clock::unix_ns(), cupti::records_this_period())
+                traced.over_budget(clock::unix_ns(), cupti::this_period().0)
             } {
                 cupti::switch_traced_kinds(false);
                 // The slot's records, gathered with the kinds off: its rate decides the
@@ -297,16 +297,14 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 // Off for a while, CUPTI is detached: attached, it costs every launch
                 // (`cupti::detach`). The unified-memory counters' cycle keeps it attached:
                 // configured again after a detach, they recorded no fault on the H200.
-                let detaching = duty.unified_memory.is_none() && cupti::may_detach();
-                traced.switching_costs(if detaching {
-                    cupti::switch_cost_ns()
-                } else {
-                    0
-                });
-                if traced.slot_ended(clock::unix_ns(), cupti::records_this_period()) {
+                let detachable = duty.unified_memory.is_none() && cupti::may_detach();
+                traced.switching_costs(detachable.then(cupti::switch_cost_ns));
+                let (records, launches) = cupti::this_period();
+                let next = traced.slot_ended(clock::unix_ns(), records, launches);
+                if next.slots == 1 {
                     cupti::switch_traced_kinds(true);
                     traced.turned_on(clock::unix_ns());
-                } else if detaching {
+                } else if next.detach {
                     cupti::detach();
                 }
             }
@@ -314,7 +312,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
         if let Some(um) = duty.unified_memory.as_mut().filter(|d| unix >= d.next_at()) {
             if um.is_on() {
                 cupti::switch_unified_memory(false);
-                um.slot_ended(clock::unix_ns(), 0);
+                um.slot_ended(clock::unix_ns(), 0, 0);
             } else {
                 cupti::switch_unified_memory(true);
                 um.turned_on(clock::unix_ns());
@@ -497,15 +495,15 @@ fn sample(nvml: &Nvml, devices: &mut BTreeMap<u32, Sampled>, pid: u32, with_proc
 
 /// The GPU section of a dump; None when collection never started in this process.
 /// `launches`: the host's kernel launches, by which sampled kernel statistics are
-/// extrapolated.
-pub fn snapshot(launches: u64) -> Option<Gpu> {
+/// extrapolated; `last_launch_unix_ns`: about when the last of them was made.
+pub fn snapshot(launches: u64, last_launch_unix_ns: u64) -> Option<Gpu> {
     if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
         return None;
     }
     let (activity, unified_memory, cupti_overhead) = match cupti::AGGREGATOR.lock() {
         Ok(guard) => match guard.as_ref() {
             Some(agg) => (
-                agg.devices(launches),
+                agg.devices(launches, last_launch_unix_ns),
                 agg.unified_memory(clock::unix_ns()),
                 agg.overhead(),
             ),

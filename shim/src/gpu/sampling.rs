@@ -42,18 +42,57 @@ pub const MAX_CYCLE: u64 = 128;
 pub const UM_ON_NS: u64 = 20_000_000;
 pub const UM_CYCLE: u64 = 64;
 
-/// The cycle (in slots, one of them on) that keeps `records` per `on_ns` within budget.
-/// A cycle over 1 detaches CUPTI after each slot and attaches it again for the next:
-/// `switch_ns`, what that costs, counts against the budget too.
-pub fn cycle_for(records: u64, on_ns: u64, switch_ns: u64) -> u64 {
-    let cycle = |extra_ns: u64| {
-        let cost_ns = records.saturating_mul(COST_PER_RECORD_NS) + extra_ns;
-        let cost_ppm = cost_ns.saturating_mul(1_000_000) / on_ns.max(1);
-        cost_ppm.div_ceil(BUDGET_PPM).clamp(1, MAX_CYCLE)
+/// What an attached CUPTI costs each launch once a traced kind has been on, whether the
+/// kinds are on or off: ~0.7 µs on the H200 (bench/results/gpu-2026-11-30-session8-probe).
+const ATTACHED_COST_PER_LAUNCH_NS: u64 = 700;
+
+/// The next cycle: its length in slots (one of them on), and whether CUPTI is detached
+/// for the slots off.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cycle {
+    pub slots: u64,
+    pub detach: bool,
+}
+
+/// The cycle that keeps a slot of `on_ns` with `records` and `launches` within budget.
+/// While off, CUPTI either stays attached, which costs each launch
+/// `ATTACHED_COST_PER_LAUNCH_NS`, or is detached and attached again for the next slot,
+/// which costs `switch_ns` (None: CUPTI cannot be detached); the cheaper way, the longer
+/// cycle of the two. Detached always, a program launching a few thousand kernels a second
+/// whose start-up slot was over budget went unrecorded for 1.6 s after it: its own
+/// launches would have cost it 0.1 % with CUPTI attached (bench/gpu/truth.sh's paced loop,
+/// bench/results/gpu-2026-11-30-session9-default).
+pub fn cycle_for(records: u64, launches: u64, on_ns: u64, switch_ns: Option<u64>) -> Cycle {
+    let record_ns = records.saturating_mul(COST_PER_RECORD_NS);
+    let budget_ns = on_ns.saturating_mul(BUDGET_PPM) / 1_000_000;
+    let slots = |cost_ns: u64| cost_ns.div_ceil(budget_ns.max(1)).clamp(1, MAX_CYCLE);
+    let attached = |slots| Cycle {
+        slots,
+        detach: false,
     };
-    match cycle(0) {
-        1 => 1,
-        _ => cycle(switch_ns),
+    if slots(record_ns) == 1 {
+        return attached(1);
+    }
+    // Attached, each slot off costs the launches of a slot: the cycle n of the budget,
+    // record_ns + (n - 1) * per_slot <= n * budget_ns, exists only where per_slot is less.
+    let per_slot = launches.saturating_mul(ATTACHED_COST_PER_LAUNCH_NS);
+    let staying = (per_slot < budget_ns)
+        .then(|| record_ns.saturating_sub(per_slot).div_ceil(budget_ns - per_slot))
+        .filter(|&n| n <= MAX_CYCLE)
+        .map(|n| n.max(1));
+    let detaching = switch_ns.map(|s| slots(record_ns + s));
+    match (staying, detaching) {
+        (Some(n), Some(d)) if d < n => Cycle {
+            slots: d,
+            detach: true,
+        },
+        (Some(n), _) => attached(n),
+        (None, Some(d)) => Cycle {
+            slots: d,
+            detach: true,
+        },
+        // Never detached (managed memory, CUDA graphs): sized by its records.
+        (None, None) => attached(slots(record_ns)),
     }
 }
 
@@ -69,8 +108,9 @@ pub struct DutyCycle {
     next_at: u64,
     /// While on: when to look at the records so far, before `next_at` in a long slot.
     check_at: u64,
-    /// What detaching CUPTI after a slot and attaching it for the next cost, on average.
-    switch_ns: u64,
+    /// What detaching CUPTI after a slot and attaching it again for the next cost, on
+    /// average; None where CUPTI cannot be detached.
+    switch_ns: Option<u64>,
 }
 
 impl DutyCycle {
@@ -93,15 +133,15 @@ impl DutyCycle {
             on_since: now,
             next_at: now + on_ns,
             check_at: now + on_ns,
-            switch_ns: 0,
+            switch_ns: None,
         }
     }
 
-    /// Detaching and attaching CUPTI again has cost `switch_ns` on average so far (0 where
-    /// CUPTI stays attached). With cycles sized by their records alone, CUPTI attached
-    /// again every ~0.4 s for ~10 ms on the H200's launch-bound loop, which ran +3.6 %
+    /// Detaching and attaching CUPTI again costs `switch_ns` on average (None where CUPTI
+    /// cannot be detached). With cycles sized by their records alone, CUPTI attached again
+    /// every ~0.4 s for ~10 ms on the H200's launch-bound loop, which ran +3.6 %
     /// (bench/results/gpu-2026-11-30-session8-phases).
-    pub fn switching_costs(&mut self, switch_ns: u64) {
+    pub fn switching_costs(&mut self, switch_ns: Option<u64>) {
         self.switch_ns = switch_ns;
     }
 
@@ -122,7 +162,8 @@ impl DutyCycle {
     /// slot should end now, its rate already over budget for its whole length.
     pub fn over_budget(&mut self, now: u64, records: u64) -> bool {
         self.check_at = now + self.base_on_ns;
-        self.fixed_cycle.is_none() && cycle_for(records, now.saturating_sub(self.on_since), 0) > 1
+        let length = now.saturating_sub(self.on_since);
+        self.fixed_cycle.is_none() && cycle_for(records, 0, length, None).slots > 1
     }
 
     pub fn is_on(&self) -> bool {
@@ -139,20 +180,24 @@ impl DutyCycle {
 
     /// The slot that was on ended at `now` (the kinds are off, so that gathering its
     /// records does not compete with the program while they are on) with `records`
-    /// records. True: switch them on again at once, the slot was within budget.
-    pub fn slot_ended(&mut self, now: u64, records: u64) -> bool {
+    /// records and `launches` made. The next cycle: 1 slot, switch them on again at once.
+    pub fn slot_ended(&mut self, now: u64, records: u64, launches: u64) -> Cycle {
         let length = now.saturating_sub(self.on_since);
-        let cycle = self
-            .fixed_cycle
-            .unwrap_or_else(|| cycle_for(records, length, self.switch_ns));
+        let cycle = match self.fixed_cycle {
+            Some(slots) => Cycle {
+                slots,
+                detach: false,
+            },
+            None => cycle_for(records, launches, length, self.switch_ns),
+        };
         self.on = false;
-        self.on_ns = if cycle == 1 {
+        self.on_ns = if cycle.slots == 1 {
             (self.on_ns * 2).min(MAX_ON_NS)
         } else {
             self.base_on_ns
         };
-        self.next_at = now + (cycle - 1) * length.max(self.base_on_ns);
-        cycle == 1
+        self.next_at = now + (cycle.slots - 1) * length.max(self.base_on_ns);
+        cycle
     }
 }
 
@@ -162,27 +207,65 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    #[test]
-    fn the_cycle_keeps_cuptis_cost_within_budget() {
-        // 3,750 records a second cost 2 µs each: 0.75 %, exactly the budget: always on.
-        assert_eq!(cycle_for(75, ON_NS, 0), 1);
-        assert_eq!(cycle_for(76, ON_NS, 0), 2);
-        // A launch-bound loop, 2 launches per 15 µs: 133,333 a second, 26.7 % -> 1 in 36.
-        assert_eq!(cycle_for(2_667, ON_NS, 0), 36);
-        assert_eq!(cycle_for(1_000_000, ON_NS, 0), MAX_CYCLE);
-        assert_eq!(cycle_for(0, 0, 0), 1);
+    fn attached(slots: u64) -> Cycle {
+        Cycle {
+            slots,
+            detach: false,
+        }
+    }
+
+    fn detached(slots: u64) -> Cycle {
+        Cycle {
+            slots,
+            detach: true,
+        }
     }
 
     #[test]
-    fn detaching_and_attaching_count_against_the_budget_only_where_they_happen() {
-        // Within budget by its records: never detached, so the switch costs nothing.
-        assert_eq!(cycle_for(75, ON_NS, 10 * MS), 1);
-        // The launch-bound loop above with a 10.6 ms switch (the H200's 8.7 ms attach and
-        // 1.9 ms detach): 5.33 ms of records and 10.6 ms of switching per 20 ms slot, 1 in 107.
-        assert_eq!(cycle_for(2_667, ON_NS, 10_600_000), 107);
+    fn the_cycle_keeps_cuptis_cost_within_budget() {
+        // 3,750 records a second cost 2 µs each: 0.75 %, exactly the budget: always on.
+        assert_eq!(cycle_for(75, 75, ON_NS, None), attached(1));
+        assert_eq!(cycle_for(76, 76, ON_NS, None), attached(2));
+        // Never detached (managed memory): a launch-bound loop, 2 launches per 15 µs,
+        // 133,333 a second, 26.7 % -> 1 in 36.
+        assert_eq!(cycle_for(2_667, 2_667, ON_NS, None), attached(36));
+        assert_eq!(
+            cycle_for(1_000_000, 1_000_000, ON_NS, None),
+            attached(MAX_CYCLE)
+        );
+        assert_eq!(cycle_for(0, 0, 0, None), attached(1));
+    }
+
+    #[test]
+    fn cupti_is_detached_between_slots_only_where_that_is_cheaper() {
+        // Within budget by its records: never off, so never detached.
+        assert_eq!(cycle_for(75, 75, ON_NS, Some(10 * MS)), attached(1));
+        // The launch-bound loop above with the H200's 10.6 ms switch (8.7 ms attach, 1.9 ms
+        // detach). Attached, a slot off would cost its 2,667 launches 1.87 ms, over the
+        // 0.15 ms budget of a slot: detached, 5.33 ms of records and 10.6 ms of switching
+        // per 20 ms slot, 1 in 107.
+        assert_eq!(
+            cycle_for(2_667, 2_667, ON_NS, Some(10_600_000)),
+            detached(107)
+        );
+        // A burst of 300 records from 40 launches (a start-up slot): attached, each slot
+        // off costs 28 µs, and 1 in 5 keeps the 600 µs of records within budget; detached,
+        // the switch alone would take 1 in 75.
+        assert_eq!(
+            cycle_for(300, 40, ON_NS, Some(10_600_000)),
+            attached(5)
+        );
+        // The same records from 1,000 launches: attached, the slots off alone are over
+        // budget.
+        assert_eq!(
+            cycle_for(300, 1_000, ON_NS, Some(10_600_000)),
+            detached(75)
+        );
+        // A switch cheaper than staying attached: detached.
+        assert_eq!(cycle_for(300, 200, ON_NS, Some(100_000)), detached(5));
         let mut d = DutyCycle::adaptive(0);
-        d.switching_costs(10_600_000);
-        assert!(!d.slot_ended(ON_NS, 2_667));
+        d.switching_costs(Some(10_600_000));
+        assert_eq!(d.slot_ended(ON_NS, 2_667, 2_667), detached(107));
         assert_eq!(d.next_at(), ON_NS + 106 * ON_NS);
     }
 
@@ -192,12 +275,12 @@ mod tests {
         assert!(d.is_on());
         assert_eq!(d.next_at(), ON_NS);
         // 50 records in a slot: within budget, on again at once for twice as long.
-        assert!(d.slot_ended(ON_NS, 50));
+        assert_eq!(d.slot_ended(ON_NS, 50, 50), attached(1));
         d.turned_on(ON_NS);
         assert_eq!(d.next_at(), 3 * ON_NS);
         // 3,000 in that 40 ms slot: cycle 20, off for 19 times its length, and on again
         // for a slot of the first length.
-        assert!(!d.slot_ended(3 * ON_NS, 3_000));
+        assert_eq!(d.slot_ended(3 * ON_NS, 3_000, 3_000).slots, 20);
         assert!(!d.is_on());
         assert_eq!(d.next_at(), 3 * ON_NS + 19 * 2 * ON_NS);
         d.turned_on(d.next_at());
@@ -205,7 +288,7 @@ mod tests {
         // Slots grow no longer than MAX_ON_NS.
         for _ in 0..10 {
             let at = d.next_at();
-            assert!(d.slot_ended(at, 0));
+            assert_eq!(d.slot_ended(at, 0, 0), attached(1));
             d.turned_on(at);
         }
         assert_eq!(d.next_at() - d.on_since, MAX_ON_NS);
@@ -216,7 +299,7 @@ mod tests {
         let mut d = DutyCycle::adaptive(0);
         for _ in 0..3 {
             let at = d.next_at();
-            assert!(d.slot_ended(at, 0));
+            assert_eq!(d.slot_ended(at, 0, 0), attached(1));
             d.turned_on(at);
         }
         // A 160 ms slot from 140 ms: looked at after 20 ms, before its end.
@@ -226,7 +309,7 @@ mod tests {
         assert_eq!(d.wake_at(), 180 * MS);
         assert!(d.over_budget(180 * MS, 1_500));
         // Ended there, its cycle from its rate: 1,500 in 40 ms is 1 in 10, so 9 x 40 ms off.
-        assert!(!d.slot_ended(180 * MS, 1_500));
+        assert_eq!(d.slot_ended(180 * MS, 1_500, 1_500).slots, 10);
         assert_eq!(d.next_at(), 180 * MS + 9 * 40 * MS);
         assert_eq!(d.wake_at(), d.next_at());
     }
@@ -234,12 +317,12 @@ mod tests {
     #[test]
     fn unified_memory_counters_cycle_at_a_fixed_rate() {
         let mut d = DutyCycle::unified_memory(0);
-        assert!(!d.slot_ended(UM_ON_NS, 0));
+        assert_eq!(d.slot_ended(UM_ON_NS, 0, 0), attached(UM_CYCLE));
         assert_eq!(d.next_at(), UM_CYCLE * UM_ON_NS);
         // An off switch that took 2 s (the H200's): the slot was 2.02 s, off 63 x that.
         d.turned_on(d.next_at());
         let ended = d.next_at() + 2_000 * MS;
-        assert!(!d.slot_ended(ended, 0));
+        assert_eq!(d.slot_ended(ended, 0, 0), attached(UM_CYCLE));
         assert_eq!(d.next_at(), ended + 63 * 2_020 * MS);
     }
 }
