@@ -296,6 +296,7 @@ pub struct Activity {
     /// Start of the first and end of the last activity seen.
     pub first_unix_ns: u64,
     pub last_unix_ns: u64,
+    /// Kernel records, untimed ones included (since 2026-11-30's session 9).
     pub kernels: u64,
     /// Sum of kernel durations (concurrent kernels counted each).
     pub kernel_ns: u64,
