@@ -438,6 +438,19 @@ fn a_program_that_uses_cuda_graphs_keeps_cupti_attached() {
 }
 
 #[test]
+fn a_program_that_uses_nccl_is_recorded_whole() {
+    // Two of five DDP jobs on two H200s had a rank segfault while the sampled mode
+    // switched the kinds every slot: with a communicator, they stay on.
+    let run = run("cupti_stream", &["1500", "nccl"], &[]);
+    let g = gpu_section(&run);
+    let note = g["cupti"]["note"].as_str().unwrap();
+    assert!(!note.contains("switched") && !note.contains("detached"), "{note}");
+    let a = &g["devices"][0]["activity"];
+    let (got, kernels) = (a["kernels"].as_f64().unwrap(), made(&run).0);
+    assert_eq!(got, kernels, "{a}");
+}
+
+#[test]
 fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
     // Each enable call returns 300 µs after the kernels are on, so every period's first
     // kernels start before the call returned (the H200's launch-bound loop, where the

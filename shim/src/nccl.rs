@@ -13,7 +13,7 @@ use crate::effect::Effect;
 use crate::hooks::Ptr;
 use gpuspy_format::{Communicator, Nccl, NcclOps};
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 
 /// `ncclResult_t`.
 pub type NcclResult = c_int;
@@ -91,6 +91,8 @@ const EMPTY_CELL: Cell = Cell {
 const EMPTY_ROW: [Cell; DATATYPES.len() + 1] = [EMPTY_CELL; DATATYPES.len() + 1];
 static OP_TABLE: [[Cell; DATATYPES.len() + 1]; Op::ALL.len()] = [EMPTY_ROW; Op::ALL.len()];
 static GROUPS: AtomicU64 = AtomicU64::new(0);
+/// The program made a communicator.
+static USED: AtomicBool = AtomicBool::new(false);
 
 /// Communicators by handle, claimed by CAS on `comm`.
 struct CommSlot {
@@ -190,6 +192,7 @@ fn register_comm(comm: Ptr, key: u64, rank: c_int, nranks: c_int) {
     if comm.is_null() {
         return;
     }
+    USED.store(true, Relaxed);
     for slot in &COMMS {
         if slot
             .comm
@@ -329,6 +332,11 @@ fn count(op: Op, count: usize, datatype: c_int, comm: Ptr) {
     }
 }
 
+/// Whether the program has made an NCCL communicator.
+pub fn used() -> bool {
+    USED.load(Relaxed)
+}
+
 /// The NCCL section of the dump, or None if the process never used NCCL.
 pub fn snapshot() -> Option<Nccl> {
     let mut ops = Vec::new();
@@ -370,6 +378,7 @@ pub fn snapshot() -> Option<Nccl> {
 
 /// Forgets everything (fork child).
 pub fn reset() {
+    USED.store(false, Relaxed);
     for row in &OP_TABLE {
         for cell in row {
             cell.calls.store(0, Relaxed);

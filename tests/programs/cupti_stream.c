@@ -7,7 +7,8 @@
  * regular in time, never bunched). Runs for ARGV[1] ms; prints how many of each it made,
  * which gpuspy's sampled counts must match once extrapolated, and how many CUPTI calls
  * gpuspy made while it had CUPTI detached between slots (each would attach it again).
- * With "graph" instead of "managed", a stream capture begins first (a CUDA graph). */
+ * With "graph" instead of "managed", a stream capture begins first (a CUDA graph); with
+ * "nccl", an NCCL communicator is made first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@ extern void fakecupti_kernel(unsigned device, unsigned long long start, unsigned
 extern void fakecupti_um(unsigned counter, unsigned long long value);
 extern unsigned long long fakecupti_stray_calls(void);
 extern int cuStreamBeginCapture_v2(void *stream, int mode);
+typedef struct { char internal[128]; } ncclUniqueId;
+extern int ncclCommInitRank(void **comm, int nranks, ncclUniqueId id, int rank);
 
 int main(int argc, char **argv) {
     unsigned long long run_ns = (argc > 1 ? atoll(argv[1]) : 1500) * 1000000ULL;
@@ -29,6 +32,10 @@ int main(int argc, char **argv) {
     CUdeviceptr p;
     if (managed && cuMemAllocManaged(&p, 1 << 20, 1)) return 3;
     if (argc > 2 && strcmp(argv[2], "graph") == 0 && cuStreamBeginCapture_v2(0, 0)) return 4;
+    ncclUniqueId id;
+    memset(&id, 0x5a, sizeof id);
+    void *comm = NULL;
+    if (argc > 2 && strcmp(argv[2], "nccl") == 0 && ncclCommInitRank(&comm, 2, id, 0)) return 6;
     unsigned long long start = fakecupti_now(), next = start, next_fault = start;
     long kernels = 0, faults = 0;
     for (;;) {
