@@ -406,7 +406,10 @@ fn between_slots_the_sampled_mode_detaches_cupti_and_leaves_it_alone() {
         .unwrap_or_else(|| panic!("{note}"));
     assert!(detaches >= 1, "{note}");
     // Each detach follows a switch of the traced kinds off.
-    assert!(note.contains(&format!("switched the traced kinds off {detaches} times")), "{note}");
+    assert!(
+        note.contains(&format!("switched the traced kinds off {detaches} times")),
+        "{note}"
+    );
     let out = run.stdout();
     assert!(out.trim_end().ends_with("stray_calls 0"), "{out}");
     // Each slot's records were read before its detach (the fake, as CUPTI, drops a buffer
@@ -421,7 +424,10 @@ fn between_slots_the_sampled_mode_detaches_cupti_and_leaves_it_alone() {
     let span = a["last_unix_ns"].as_f64().unwrap() - a["first_unix_ns"].as_f64().unwrap();
     let share = a["busy_ns"].as_f64().unwrap() / span;
     let stream = kernels * 5e3 / 1.5e9;
-    assert!((share / stream - 1.0).abs() < 0.05, "{share} against {stream}");
+    assert!(
+        (share / stream - 1.0).abs() < 0.05,
+        "{share} against {stream}"
+    );
 }
 
 #[test]
@@ -444,7 +450,10 @@ fn a_program_that_uses_nccl_is_recorded_whole() {
     let run = run("cupti_stream", &["1500", "nccl"], &[]);
     let g = gpu_section(&run);
     let note = g["cupti"]["note"].as_str().unwrap();
-    assert!(!note.contains("switched") && !note.contains("detached"), "{note}");
+    assert!(
+        !note.contains("switched") && !note.contains("detached"),
+        "{note}"
+    );
     let a = &g["devices"][0]["activity"];
     let (got, kernels) = (a["kernels"].as_f64().unwrap(), made(&run).0);
     assert_eq!(got, kernels, "{a}");

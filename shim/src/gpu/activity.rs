@@ -1425,7 +1425,10 @@ mod tests {
     #[test]
     fn sampled_a_device_busy_in_the_last_period_works_until_the_last_launch() {
         // Its last record ended at 52 ms, in the last period; the host launched until 100 ms.
-        let a = two_periods((400, 420)).devices(900, T0 + 100 * MS).remove(0).1;
+        let a = two_periods((400, 420))
+            .devices(900, T0 + 100 * MS)
+            .remove(0)
+            .1;
         assert_eq!(a.last_unix_ns, T0 + 100 * MS);
         // A later period in which it ran nothing: its span ends at its last record.
         let mut agg = two_periods((400, 420));
@@ -1435,7 +1438,10 @@ mod tests {
         // Recorded whole, the records tell.
         let mut agg = full();
         agg.add(kernel(0, 40));
-        assert_eq!(agg.devices(1, T0 + 100 * MS).remove(0).1.last_unix_ns, T0 + 40);
+        assert_eq!(
+            agg.devices(1, T0 + 100 * MS).remove(0).1.last_unix_ns,
+            T0 + 40
+        );
     }
 
     fn full() -> Aggregator {

@@ -77,7 +77,11 @@ pub fn cycle_for(records: u64, launches: u64, on_ns: u64, switch_ns: Option<u64>
     // record_ns + (n - 1) * per_slot <= n * budget_ns, exists only where per_slot is less.
     let per_slot = launches.saturating_mul(ATTACHED_COST_PER_LAUNCH_NS);
     let staying = (per_slot < budget_ns)
-        .then(|| record_ns.saturating_sub(per_slot).div_ceil(budget_ns - per_slot))
+        .then(|| {
+            record_ns
+                .saturating_sub(per_slot)
+                .div_ceil(budget_ns - per_slot)
+        })
         .filter(|&n| n <= MAX_CYCLE)
         .map(|n| n.max(1));
     let detaching = switch_ns.map(|s| slots(record_ns + s));
@@ -251,16 +255,10 @@ mod tests {
         // A burst of 300 records from 40 launches (a start-up slot): attached, each slot
         // off costs 28 µs, and 1 in 5 keeps the 600 µs of records within budget; detached,
         // the switch alone would take 1 in 75.
-        assert_eq!(
-            cycle_for(300, 40, ON_NS, Some(10_600_000)),
-            attached(5)
-        );
+        assert_eq!(cycle_for(300, 40, ON_NS, Some(10_600_000)), attached(5));
         // The same records from 1,000 launches: attached, the slots off alone are over
         // budget.
-        assert_eq!(
-            cycle_for(300, 1_000, ON_NS, Some(10_600_000)),
-            detached(75)
-        );
+        assert_eq!(cycle_for(300, 1_000, ON_NS, Some(10_600_000)), detached(75));
         // A switch cheaper than staying attached: detached.
         assert_eq!(cycle_for(300, 200, ON_NS, Some(100_000)), detached(5));
         let mut d = DutyCycle::adaptive(0);
