@@ -299,7 +299,7 @@ impl Aggregator {
     /// time recorded put a launch-bound loop's kernels at 15-74 % of its launches
     /// (bench/gpu/kernel_extrapolation.py), and launches per timeline window, a window
     /// recorded in part counted by its share of time, at 107-109 %
-    /// (bench/results/gpu-2026-12-01-session9-probe): the launches at each switch are
+    /// (bench/results/gpu-2026-11-30-session9-probe): the launches at each switch are
     /// counted instead.
     fn kernel_factor(&self, launches: u64) -> Option<f64> {
         let open = self
