@@ -460,6 +460,20 @@ fn a_program_that_uses_nccl_is_recorded_whole() {
 }
 
 #[test]
+fn a_program_cheap_to_record_is_recorded_whole_without_a_switch() {
+    // 1,000 kernels a second cost ~0.2 % recorded: every slot is within budget, and the
+    // next follows with the kinds left on (they were switched off and on at each).
+    let run = run("cupti_stream", &["1500", "paced"], &[]);
+    let g = gpu_section(&run);
+    let note = g["cupti"]["note"].as_str().unwrap();
+    assert!(note.contains("activity sampled in duty cycles"), "{note}");
+    assert!(!note.contains("switched"), "{note}");
+    let a = &g["devices"][0]["activity"];
+    assert_eq!(a["kernels"].as_f64().unwrap(), made(&run).0, "{a}");
+    assert_eq!(a["sampled"]["factor"].as_f64(), Some(1.0), "{a}");
+}
+
+#[test]
 fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
     // Each enable call returns 300 µs after the kernels are on, so every period's first
     // kernels start before the call returned (the H200's launch-bound loop, where the

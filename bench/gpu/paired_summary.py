@@ -23,7 +23,7 @@ excess = collections.defaultdict(dict)
 configs = []
 for line in open(sys.argv[1]):
     fields = line.split()
-    if len(fields) < 4:
+    if len(fields) < 4 or fields[0].startswith("#"):
         continue
     w, c, r, value = fields[:4]
     if c not in configs:

@@ -8,7 +8,8 @@
  * which gpuspy's sampled counts must match once extrapolated, and how many CUPTI calls
  * gpuspy made while it had CUPTI detached between slots (each would attach it again).
  * With "graph" instead of "managed", a stream capture begins first (a CUDA graph); with
- * "nccl", an NCCL communicator is made first. */
+ * "nccl", an NCCL communicator is made first; with "paced", the ten kernels come every 10 ms
+ * (1,000 a second: cheap enough to be recorded whole). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ extern int ncclCommInitRank(void **comm, int nranks, ncclUniqueId id, int rank);
 int main(int argc, char **argv) {
     unsigned long long run_ns = (argc > 1 ? atoll(argv[1]) : 1500) * 1000000ULL;
     int managed = argc > 2 && strcmp(argv[2], "managed") == 0;
+    unsigned long long step_ns = argc > 2 && strcmp(argv[2], "paced") == 0 ? 10000000 : 100000;
     void *context;
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&context, 0)) return 1;
     CUdeviceptr p;
@@ -47,7 +49,7 @@ int main(int argc, char **argv) {
                 fakecupti_kernel(0, t + k * 5000, t + (k + 1) * 5000, 1024, "stream_kernel");
             }
             kernels += 10;
-            next = t + 100000;
+            next = t + step_ns;
         }
         if (managed && t >= next_fault) {
             fakecupti_um(3, 0x7f00);

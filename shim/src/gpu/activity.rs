@@ -226,8 +226,12 @@ pub struct Aggregator {
     first_period: u64,
     /// Whether periods are duty cycles (the counts are then scaled up).
     sampled: bool,
-    /// Records of the period now open, for the duty cycle's rate.
-    records_this_period: u64,
+    /// The duty cycle's slot now on (or last): when it began, the host's launches then, and
+    /// the records that started in it, for its rate. A slot begins at a period's opening,
+    /// or inside one where the next follows with the kinds left on.
+    slot_on: u64,
+    slot_launches_on: u64,
+    slot_records: u64,
     /// The host's kernel launches made while the closed periods were open.
     launches_recorded: u64,
     /// Unified-memory counters: when first switched on, since when on now (None: off),
@@ -260,6 +264,8 @@ impl Aggregator {
                 launches_on: launches,
                 queue_empty: true,
             }]),
+            slot_on: since_unix_ns,
+            slot_launches_on: launches,
             um_faults: Series::default(),
             ..Aggregator::default()
         }
@@ -288,8 +294,16 @@ impl Aggregator {
                 launches_on: launches,
                 queue_empty: false,
             });
-            self.records_this_period = 0;
+            self.next_slot(at, launches);
         }
+    }
+
+    /// A slot of the duty cycle began at `at`, after `launches` launches: its records are
+    /// counted from 0.
+    pub fn next_slot(&mut self, at: u64, launches: u64) {
+        self.slot_on = at;
+        self.slot_launches_on = launches;
+        self.slot_records = 0;
     }
 
     /// All `launches` of the host's over those made while activity was recorded (the
@@ -311,11 +325,13 @@ impl Aggregator {
         (recorded > 0).then(|| (launches as f64 / recorded as f64).max(1.0))
     }
 
-    /// Kernel, copy and memset records received that started in the period now open (or
-    /// last closed), and the host's launches since it opened, of `launches` so far.
-    pub fn this_period(&self, launches: u64) -> (u64, u64) {
-        let opened = self.periods.back().map_or(0, |p| p.launches_on);
-        (self.records_this_period, launches.saturating_sub(opened))
+    /// Kernel, copy and memset records received that started in the slot now on (or last),
+    /// and the host's launches since it began, of `launches` so far.
+    pub fn this_slot(&self, launches: u64) -> (u64, u64) {
+        (
+            self.slot_records,
+            launches.saturating_sub(self.slot_launches_on),
+        )
     }
 
     /// A CUPTI timestamp as Unix time; 0 (no timestamp) stays 0.
@@ -328,8 +344,8 @@ impl Aggregator {
     }
 
     fn count_for_rate(&mut self, start: u64) {
-        if self.periods.back().is_some_and(|p| start >= p.on) {
-            self.records_this_period += 1;
+        if start >= self.slot_on {
+            self.slot_records += 1;
         }
     }
 
@@ -1958,7 +1974,7 @@ mod tests {
                 let start = on + k * 10 * us;
                 agg.add(kernel(start, start + 5 * us));
             }
-            assert_eq!(agg.this_period(0).0, 10);
+            assert_eq!(agg.this_slot(0).0, 10);
             agg.period_off(T0 + on + 100 * us, 0);
             let horizon = T0 + on + 50 * us;
             agg.settle(horizon, horizon, &mut no_events);

@@ -396,12 +396,19 @@ pub fn switch_traced_kinds(on: bool) {
     });
 }
 
-/// Kernel, copy and memset records of the recording period now open (or last closed),
-/// and the host's kernel launches since it opened.
-pub fn this_period() -> (u64, u64) {
+/// A slot of the duty cycle begins at `at` with the kinds left on (the last was within
+/// budget): the recording period goes on, only the slot's count starts again.
+pub fn next_slot(at: u64) {
+    let launches = crate::timeline::launches_so_far();
+    with_aggregator(|agg| agg.next_slot(at, launches));
+}
+
+/// Kernel, copy and memset records of the duty cycle's slot now on (or last), and the
+/// host's kernel launches since it began.
+pub fn this_slot() -> (u64, u64) {
     let launches = crate::timeline::launches_so_far();
     let mut counts = (0, 0);
-    with_aggregator(|agg| counts = agg.this_period(launches));
+    with_aggregator(|agg| counts = agg.this_slot(launches));
     counts
 }
 

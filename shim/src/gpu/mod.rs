@@ -291,27 +291,37 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 // every slot (72-91 times a job; bench/results/gpu-2026-11-30-session9-ddp).
                 // The cause is not known; full capture ran DDP cleanly on 2026-11-29.
                 traced.turned_on(clock::unix_ns());
-            } else if unix >= traced.next_at() || {
-                // Inside a long slot: its records so far.
+            } else {
+                // The slot's records so far, at its end or inside a long one.
                 cupti::collect(false, SETTLE_MARGIN_NS);
-                traced.over_budget(clock::unix_ns(), cupti::this_period().0)
-            } {
-                cupti::switch_traced_kinds(false);
-                // The slot's records, gathered with the kinds off: its rate decides the
-                // next cycle.
-                cupti::collect(false, SETTLE_MARGIN_NS);
-                // Off for a while, CUPTI is detached: attached, it costs every launch
-                // (`cupti::detach`). The unified-memory counters' cycle keeps it attached:
-                // configured again after a detach, they recorded no fault on the H200.
-                let detachable = duty.unified_memory.is_none() && cupti::may_detach();
-                traced.switching_costs(detachable.then(cupti::switch_cost_ns));
-                let (records, launches) = cupti::this_period();
-                let next = traced.slot_ended(clock::unix_ns(), records, launches);
-                if next.slots == 1 {
-                    cupti::switch_traced_kinds(true);
-                    traced.turned_on(clock::unix_ns());
-                } else if next.detach {
-                    cupti::detach();
+                if traced.over_budget(clock::unix_ns(), cupti::this_slot().0) {
+                    cupti::switch_traced_kinds(false);
+                    // The slot's records, gathered with the kinds off: its rate decides the
+                    // next cycle.
+                    cupti::collect(false, SETTLE_MARGIN_NS);
+                    // Off for a while, CUPTI is detached: attached, it costs every launch
+                    // (`cupti::detach`). The unified-memory counters' cycle keeps it attached:
+                    // configured again after a detach, they recorded no fault on the H200.
+                    let detachable = duty.unified_memory.is_none() && cupti::may_detach();
+                    traced.switching_costs(detachable.then(cupti::switch_cost_ns));
+                    let (records, launches) = cupti::this_slot();
+                    let next = traced.slot_ended(clock::unix_ns(), records, launches);
+                    if next.slots == 1 {
+                        cupti::switch_traced_kinds(true);
+                        traced.turned_on(clock::unix_ns());
+                    } else if next.detach {
+                        cupti::detach();
+                    }
+                } else if unix >= traced.next_at() {
+                    // Within budget, the next slot follows with the kinds left on: only the
+                    // count of records starts again. A job cheap to record was switched off
+                    // and on at every slot end, 5 to 50 times a second, changing CUPTI's
+                    // state under the program's running kernels for nothing.
+                    let (records, launches) = cupti::this_slot();
+                    let now = clock::unix_ns();
+                    cupti::next_slot(now);
+                    traced.slot_ended(now, records, launches);
+                    traced.turned_on(now);
                 }
             }
         }

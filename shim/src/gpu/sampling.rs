@@ -162,8 +162,8 @@ impl DutyCycle {
         }
     }
 
-    /// Looked at `now`, inside a slot that is on, with `records` so far: true when the
-    /// slot should end now, its rate already over budget for its whole length.
+    /// Looked at `now`, inside a slot that is on or at its end, with `records` so far: true
+    /// when the kinds should go off now, the slot's rate over budget for its length.
     pub fn over_budget(&mut self, now: u64, records: u64) -> bool {
         self.check_at = now + self.base_on_ns;
         let length = now.saturating_sub(self.on_since);
@@ -182,9 +182,8 @@ impl DutyCycle {
         self.check_at = now + self.base_on_ns;
     }
 
-    /// The slot that was on ended at `now` (the kinds are off, so that gathering its
-    /// records does not compete with the program while they are on) with `records`
-    /// records and `launches` made. The next cycle: 1 slot, switch them on again at once.
+    /// The slot that was on ended at `now` with `records` records and `launches` made.
+    /// The next cycle: 1 slot, the next slot follows at once.
     pub fn slot_ended(&mut self, now: u64, records: u64, launches: u64) -> Cycle {
         let length = now.saturating_sub(self.on_since);
         let cycle = match self.fixed_cycle {
