@@ -474,6 +474,26 @@ fn a_program_cheap_to_record_is_recorded_whole_without_a_switch() {
 }
 
 #[test]
+fn with_managed_memory_the_traced_kinds_are_on_one_slot_in_eight() {
+    // Cheap to record, yet sampled: traced, kernels that fault on managed pages ran 5 %
+    // slower on the H200.
+    let run = run("cupti_stream", &["1500", "paced", "managed"], &[]);
+    let g = gpu_section(&run);
+    let note = g["cupti"]["note"].as_str().unwrap();
+    assert!(note.contains("switched the traced kinds off"), "{note}");
+    assert!(!note.contains("detached"), "{note}");
+    let a = &g["devices"][0]["activity"];
+    let factor = a["sampled"]["factor"].as_f64().unwrap();
+    assert!(factor > 4.0, "{a}");
+    let (got, kernels) = (a["kernels"].as_f64().unwrap(), made(&run).0);
+    assert!((got / kernels - 1.0).abs() < 0.02, "{got} of {kernels}");
+    assert!(
+        g["unified_memory"]["cpu_page_faults"].as_f64().unwrap() > 0.0,
+        "{g}"
+    );
+}
+
+#[test]
 fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
     // Each enable call returns 300 µs after the kernels are on, so every period's first
     // kernels start before the call returned (the H200's launch-bound loop, where the

@@ -1,15 +1,15 @@
 /* A regular stream of GPU work through the fake libcupti, in real time: every 100 µs ten
  * kernels of 5 µs back to back from "now", each launched through cuLaunchKernel (recorded
  * only while gpuspy has the kernel kind on, as the real CUPTI records only launches made
- * while it is on), and with "managed", a managed
- * allocation and one CPU page fault every millisecond (recorded only while the
+ * while it is on), and with "managed", a managed allocation and one CPU page fault every
+ * millisecond (recorded only while the
  * unified-memory counters are on). A late step is not made up for (the stream stays
  * regular in time, never bunched). Runs for ARGV[1] ms; prints how many of each it made,
  * which gpuspy's sampled counts must match once extrapolated, and how many CUPTI calls
  * gpuspy made while it had CUPTI detached between slots (each would attach it again).
- * With "graph" instead of "managed", a stream capture begins first (a CUDA graph); with
- * "nccl", an NCCL communicator is made first; with "paced", the ten kernels come every 10 ms
- * (1,000 a second: cheap enough to be recorded whole). */
+ * Options after ARGV[1], any of: "managed"; "graph", a stream capture begins first (a CUDA
+ * graph); "nccl", an NCCL communicator is made first; "paced", the ten kernels come every
+ * 10 ms (1,000 a second: cheap enough to be recorded whole). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,19 +25,26 @@ extern int cuStreamBeginCapture_v2(void *stream, int mode);
 typedef struct { char internal[128]; } ncclUniqueId;
 extern int ncclCommInitRank(void **comm, int nranks, ncclUniqueId id, int rank);
 
+/* Whether OPTION is among the arguments after the run time. */
+static int has(int argc, char **argv, const char *option) {
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], option) == 0) return 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     unsigned long long run_ns = (argc > 1 ? atoll(argv[1]) : 1500) * 1000000ULL;
-    int managed = argc > 2 && strcmp(argv[2], "managed") == 0;
-    unsigned long long step_ns = argc > 2 && strcmp(argv[2], "paced") == 0 ? 10000000 : 100000;
+    int managed = has(argc, argv, "managed");
+    unsigned long long step_ns = has(argc, argv, "paced") ? 10000000 : 100000;
     void *context;
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&context, 0)) return 1;
     CUdeviceptr p;
     if (managed && cuMemAllocManaged(&p, 1 << 20, 1)) return 3;
-    if (argc > 2 && strcmp(argv[2], "graph") == 0 && cuStreamBeginCapture_v2(0, 0)) return 4;
+    if (has(argc, argv, "graph") && cuStreamBeginCapture_v2(0, 0)) return 4;
     ncclUniqueId id;
     memset(&id, 0x5a, sizeof id);
     void *comm = NULL;
-    if (argc > 2 && strcmp(argv[2], "nccl") == 0 && ncclCommInitRank(&comm, 2, id, 0)) return 6;
+    if (has(argc, argv, "nccl") && ncclCommInitRank(&comm, 2, id, 0)) return 6;
     unsigned long long start = fakecupti_now(), next = start, next_fault = start;
     long kernels = 0, faults = 0;
     for (;;) {

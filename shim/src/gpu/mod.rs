@@ -279,6 +279,9 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
         if duty.sampled && duty.unified_memory.is_none() && MANAGED_MEMORY.load(Relaxed) {
             duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
             cupti::switch_unified_memory(true);
+            if let Some(traced) = duty.traced.as_mut() {
+                traced.managed_memory();
+            }
         }
         let mut wake = deadline;
         if let Some(traced) = duty.traced.as_mut().filter(|d| unix >= d.wake_at()) {
@@ -294,7 +297,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
             } else {
                 // The slot's records so far, at its end or inside a long one.
                 cupti::collect(false, SETTLE_MARGIN_NS);
-                if traced.over_budget(clock::unix_ns(), cupti::this_slot().0) {
+                if traced.ends_now(clock::unix_ns(), cupti::this_slot().0) {
                     cupti::switch_traced_kinds(false);
                     // The slot's records, gathered with the kinds off: its rate decides the
                     // next cycle.

@@ -42,6 +42,13 @@ pub const MAX_CYCLE: u64 = 128;
 pub const UM_ON_NS: u64 = 20_000_000;
 pub const UM_CYCLE: u64 = 64;
 
+/// With managed memory the kernel kind costs the program time, not records: a loop whose
+/// kernels fault on managed pages ran +5.4 % [-0.5, +10.8] with it on and -0.4 % with the
+/// traced kinds never on (25 pairs; bench/results/gpu-2026-12-01-session10-managed).
+const MANAGED_COST_PPM: u64 = 54_000;
+/// So the kinds are on one slot in this many once the program has managed memory: 8.
+pub const MANAGED_CYCLE: u64 = MANAGED_COST_PPM.div_ceil(BUDGET_PPM);
+
 /// What an attached CUPTI costs each launch once a traced kind has been on, whether the
 /// kinds are on or off: ~0.7 µs on the H200 (bench/results/gpu-2026-11-30-session8-probe).
 const ATTACHED_COST_PER_LAUNCH_NS: u64 = 700;
@@ -163,11 +170,22 @@ impl DutyCycle {
     }
 
     /// Looked at `now`, inside a slot that is on or at its end, with `records` so far: true
-    /// when the kinds should go off now, the slot's rate over budget for its length.
-    pub fn over_budget(&mut self, now: u64, records: u64) -> bool {
+    /// when the kinds should go off now: at the slot's end in a fixed cycle, else once the
+    /// slot's rate is over budget for its length.
+    pub fn ends_now(&mut self, now: u64, records: u64) -> bool {
         self.check_at = now + self.base_on_ns;
         let length = now.saturating_sub(self.on_since);
-        self.fixed_cycle.is_none() && cycle_for(records, 0, length, None).slots > 1
+        match self.fixed_cycle {
+            Some(_) => now >= self.next_at,
+            None => cycle_for(records, 0, length, None).slots > 1,
+        }
+    }
+
+    /// The program has managed memory: from now on the slots of `base_on_ns` come one in
+    /// `MANAGED_CYCLE`, whatever their records.
+    pub fn managed_memory(&mut self) {
+        self.fixed_cycle = Some(MANAGED_CYCLE);
+        self.on_ns = self.base_on_ns;
     }
 
     pub fn is_on(&self) -> bool {
@@ -302,13 +320,30 @@ mod tests {
         // A 160 ms slot from 140 ms: looked at after 20 ms, before its end.
         assert_eq!((d.wake_at(), d.next_at()), (160 * MS, 300 * MS));
         // 75 records in 20 ms are within budget; 1,500 in 40 ms are not.
-        assert!(!d.over_budget(160 * MS, 75));
+        assert!(!d.ends_now(160 * MS, 75));
         assert_eq!(d.wake_at(), 180 * MS);
-        assert!(d.over_budget(180 * MS, 1_500));
+        assert!(d.ends_now(180 * MS, 1_500));
         // Ended there, its cycle from its rate: 1,500 in 40 ms is 1 in 10, so 9 x 40 ms off.
         assert_eq!(d.slot_ended(180 * MS, 1_500, 1_500).slots, 10);
         assert_eq!(d.next_at(), 180 * MS + 9 * 40 * MS);
         assert_eq!(d.wake_at(), d.next_at());
+    }
+
+    #[test]
+    fn with_managed_memory_the_kinds_are_on_one_slot_in_eight_whatever_the_records() {
+        let mut d = DutyCycle::adaptive(0);
+        // Within budget, slots grow; managed memory brings them back to the base length.
+        assert_eq!(d.slot_ended(ON_NS, 0, 0), attached(1));
+        d.turned_on(ON_NS);
+        d.managed_memory();
+        assert_eq!(d.next_at(), 3 * ON_NS);
+        assert!(!d.ends_now(2 * ON_NS, 0));
+        assert!(d.ends_now(3 * ON_NS, 1));
+        assert_eq!(MANAGED_CYCLE, 8);
+        assert_eq!(d.slot_ended(3 * ON_NS, 1, 1), attached(8));
+        assert_eq!(d.next_at(), 3 * ON_NS + 7 * 2 * ON_NS);
+        d.turned_on(d.next_at());
+        assert_eq!(d.next_at() - d.on_since, ON_NS);
     }
 
     #[test]
