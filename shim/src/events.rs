@@ -29,8 +29,9 @@ use std::time::Duration;
 /// them is the one being written): 100 ms of a thread that blocks every 50 µs.
 pub const RING_EVENTS: usize = 2048;
 const KEPT: u64 = RING_EVENTS as u64 - 1;
-/// The history keeps at least this much time...
-const HISTORY_NS: u64 = 2_000_000_000;
+/// The history keeps at least this much time: a GPU idle gap's opening is looked up when
+/// its time settles, up to `MAX_HOLD_NS` late...
+const HISTORY_NS: u64 = crate::gpu::activity::MAX_HOLD_NS + 500_000_000;
 /// ...and at most this many events (768 KiB).
 const HISTORY_EVENTS: usize = 32_768;
 /// Spans of time with lost events that `between` remembers; older ones count as trimmed.

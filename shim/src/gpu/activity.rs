@@ -84,6 +84,9 @@ pub enum Record<'a> {
 
 /// Past this many unsettled intervals on a device, everything is settled at once.
 const MAX_PENDING: usize = 1 << 20;
+/// How far behind `now` a settle's horizon may be held for kernel records still to come
+/// (`Aggregator::held_horizon`); the host's event history covers it (`crate::events`).
+pub const MAX_HOLD_NS: u64 = 2_500_000_000;
 /// Distinct kernels tracked by name; later ones are summed into one "other" entry.
 const MAX_KERNEL_NAMES: usize = 4096;
 /// Idle gaps shorter than this are the pipeline bubble between two launches (an empty
@@ -234,6 +237,11 @@ pub struct Aggregator {
     slot_records: u64,
     /// The host's kernel launches made while the closed periods were open.
     launches_recorded: u64,
+    /// Kernel records received, timed or not.
+    kernel_records: u64,
+    /// The host's launches made while recording, as of each settle of the last
+    /// `MAX_HOLD_NS`: (Unix ns, launches).
+    recorded_launches: VecDeque<(u64, u64)>,
     /// Unified-memory counters: when first switched on, since when on now (None: off),
     /// and the time on before that.
     um_first_on: Option<u64>,
@@ -316,13 +324,49 @@ impl Aggregator {
     /// (bench/results/gpu-2026-11-30-session9-probe): the launches at each switch are
     /// counted instead.
     fn kernel_factor(&self, launches: u64) -> Option<f64> {
+        let recorded = self.launches_while_recording(launches);
+        (recorded > 0).then(|| (launches as f64 / recorded as f64).max(1.0))
+    }
+
+    /// Of the host's `launches` so far, those made while activity was recorded.
+    fn launches_while_recording(&self, launches: u64) -> u64 {
         let open = self
             .periods
             .back()
             .filter(|p| p.off == u64::MAX)
             .map_or(0, |p| launches.saturating_sub(p.launches_on));
-        let recorded = self.launches_recorded + open;
-        (recorded > 0).then(|| (launches as f64 / recorded as f64).max(1.0))
+        self.launches_recorded + open
+    }
+
+    /// The horizon of a settle at `now`, after `launches` launches: `horizon`, held back to
+    /// the last settle before the oldest launch recorded whose kernel record has not come,
+    /// for at most `MAX_HOLD_NS`. A kernel's record comes with its buffer, once every kernel
+    /// recorded in that buffer has run: with ~1,000 kernels of 1.8 ms queued, a Triton loop's
+    /// first records came up to 1.7 s after they started on the H200, and its first 1.24 s
+    /// counted idle (bench/results/gpu-2026-11-30-session9-probe). Records outnumber
+    /// launches with CUDA graphs (nothing is held), and launches that never run (a stream
+    /// capture) hold by as many launches, not for long.
+    pub fn held_horizon(&mut self, horizon: u64, now: u64, launches: u64) -> u64 {
+        let recorded = self.launches_while_recording(launches);
+        self.recorded_launches.push_back((now, recorded));
+        let oldest = now.saturating_sub(MAX_HOLD_NS);
+        while self
+            .recorded_launches
+            .front()
+            .is_some_and(|&(t, _)| t < oldest)
+        {
+            self.recorded_launches.pop_front();
+        }
+        if self.kernel_records >= recorded {
+            return horizon;
+        }
+        let waiting_since = self
+            .recorded_launches
+            .iter()
+            .rev()
+            .find(|&&(_, n)| n <= self.kernel_records)
+            .map_or(oldest, |&(t, _)| t);
+        horizon.min(waiting_since.max(oldest))
     }
 
     /// Kernel, copy and memset records received that started in the slot now on (or last),
@@ -361,6 +405,7 @@ impl Aggregator {
             } => {
                 let (start, end) = (self.unix(start), self.unix(end));
                 self.count_for_rate(start);
+                self.kernel_records += 1;
                 self.devices
                     .entry(device)
                     .or_default()
@@ -582,7 +627,8 @@ impl Aggregator {
 
     /// The per-window series of every device on the timeline's grid (`origin_unix_ns`,
     /// which must be the process start this aggregator was made with), all brought to
-    /// one window width. Settled time only: the last `SETTLE_MARGIN_NS` are missing.
+    /// one window width. Settled time only: the last `SETTLE_MARGIN_NS` (more while kernel
+    /// records are awaited: `held_horizon`) are missing.
     pub fn windows(&self, origin_unix_ns: u64) -> (u64, Vec<DeviceWindows>) {
         if origin_unix_ns != self.origin_unix_ns {
             return (FIRST_WINDOW_NS, Vec::new());
@@ -2164,5 +2210,60 @@ mod accounting {
         let a = agg.devices(0, 0).remove(0).1;
         assert_eq!((a.late_records, a.late_ns), (1, 5 * MS));
         assert_eq!(a.busy_ns, 3 * MS);
+    }
+
+    #[test]
+    fn a_settle_waits_for_the_records_of_queued_launches() {
+        // 1,000 launches in the first 10 ms queue kernels of 1.8 ms; their records come in
+        // one buffer 1.8 s later, when the last has run. Settles every 100 ms.
+        let mut agg = Aggregator::new(T0, T0, 0, false, 0);
+        let margin = 500 * MS;
+        let mut horizons = Vec::new();
+        for tick in 1..=19 {
+            let now = T0 + tick * 100 * MS;
+            if tick == 19 {
+                for k in 0..1_000 {
+                    agg.add(kernel(k * 1_800 * US, (k + 1) * 1_800 * US));
+                }
+            }
+            let horizon = agg.held_horizon(now - margin, now, 1_000);
+            horizons.push(now - horizon);
+            agg.settle(horizon, now, &mut no_events);
+        }
+        // Every settle saw the launches already made: held as far as it may be, until the
+        // records came; then the margin again.
+        assert!(
+            horizons[..18].iter().all(|&h| h == MAX_HOLD_NS),
+            "{horizons:?}"
+        );
+        assert_eq!(horizons[18], margin);
+        agg.period_off(T0 + 1_900 * MS, 1_000);
+        agg.settle(u64::MAX, T0 + 1_900 * MS, &mut no_events);
+        let a = agg.devices(0, 0).remove(0).1;
+        assert_eq!((a.late_records, a.busy_ns), (0, 1_800 * MS));
+    }
+
+    #[test]
+    fn a_settle_is_held_for_launches_without_records_at_most_max_hold() {
+        let mut agg = Aggregator::new(T0, T0, 0, false, 0);
+        // No launch outstanding: the horizon as given.
+        assert_eq!(agg.held_horizon(T0, T0 + 500 * MS, 0), T0);
+        // 10 launches after that settle, 4 records: held at that settle's time.
+        for k in 0..4 {
+            agg.add(kernel(600 * MS + k * MS, 600 * MS + (k + 1) * MS));
+        }
+        let now = T0 + 1_000 * MS;
+        assert_eq!(agg.held_horizon(now - 500 * MS, now, 10), T0 + 500 * MS);
+        // Never more than MAX_HOLD_NS behind.
+        let late = T0 + 500 * MS + MAX_HOLD_NS + 100 * MS;
+        assert_eq!(
+            agg.held_horizon(late - 500 * MS, late, 10),
+            late - MAX_HOLD_NS
+        );
+        // Records outnumbering launches (a CUDA graph) hold nothing.
+        for k in 0..20 {
+            agg.add(kernel(700 * MS + k * MS, 700 * MS + (k + 1) * MS));
+        }
+        assert_eq!(agg.held_horizon(late - 500 * MS, late, 10), late - 500 * MS);
     }
 }

@@ -560,7 +560,8 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
         return;
     };
     let now = crate::clock::unix_ns();
-    let horizon = now.saturating_sub(settle_margin_ns);
+    // Outside the aggregator's lock, as in `switch_traced_kinds`.
+    let launches = crate::timeline::launches_so_far();
     if REGISTERED.load(Acquire) {
         // SAFETY: plain CUPTI call, from a thread that is not in a CUPTI callback.
         unsafe { (api.flush_all)(if forced { FLUSH_FORCED } else { 0 }) };
@@ -568,19 +569,17 @@ pub fn collect(forced: bool, settle_margin_ns: u64) {
     let yielded = YIELDED_AT.load(Relaxed);
     // The last flush, or gpuspy stepped aside: recording ended then (the launches counted
     // now, a little late for a step aside).
-    let ended = (forced || yielded > 0).then(|| {
-        let at = if yielded > 0 { yielded } else { now };
-        (at, crate::timeline::launches_so_far())
-    });
+    let ended = (forced || yielded > 0).then_some(if yielded > 0 { yielded } else { now });
     drain(api, |agg| {
-        if let Some((at, launches)) = ended {
+        if let Some(at) = ended {
             agg.period_off(at, launches);
         }
-        agg.settle(
-            if forced { u64::MAX } else { horizon },
-            now,
-            &mut crate::events::between,
-        );
+        let horizon = if forced {
+            u64::MAX
+        } else {
+            agg.held_horizon(now.saturating_sub(settle_margin_ns), now, launches)
+        };
+        agg.settle(horizon, now, &mut crate::events::between);
     });
 }
 
