@@ -372,7 +372,7 @@ fn gpu(out: &mut String, r: &Report) {
             if shown > GPU_SECTIONS_SHOWN {
                 continue;
             }
-            gpu_device(out, dev, figures);
+            gpu_device(out, dev, figures, g.cupti.active);
         }
         if let Some(um) = &g.unified_memory {
             let _ = writeln!(
@@ -401,7 +401,13 @@ fn gpu(out: &mut String, r: &Report) {
     }
 }
 
-fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device, figures: &DeviceFigures) {
+/// `cupti_on`: CUPTI recorded activity in the process (a device with none says so).
+fn gpu_device(
+    out: &mut String,
+    dev: &gpuspy_format::gpu::Device,
+    figures: &DeviceFigures,
+    cupti_on: bool,
+) {
     let mut head = vec![format!("GPU {}", dev.ordinal)];
     if let Some(f) = &dev.facts {
         if !f.name.is_empty() {
@@ -430,8 +436,16 @@ fn gpu_device(out: &mut String, dev: &gpuspy_format::gpu::Device, figures: &Devi
         }
     }
     let _ = writeln!(out, "    {}", head.join("  ·  "));
-    if let (Some(a), Some(fig)) = (&dev.activity, &figures.activity) {
-        activity(out, a, fig);
+    match (&dev.activity, &figures.activity) {
+        (Some(a), Some(fig)) => activity(out, a, fig),
+        // Sampled, a program with a few long kernels can launch none inside a slot.
+        _ if cupti_on => {
+            let _ = writeln!(
+                out,
+                "      activity: none recorded (no kernel, copy or memset began while CUPTI's activity kinds were on)"
+            );
+        }
+        _ => {}
     }
     if let Some(t) = &dev.telemetry {
         let mut parts = vec![format!("{} samples every {} ms", t.samples, t.interval_ms)];
@@ -1026,6 +1040,22 @@ mod tests {
         );
         let none = render(&run(1.0).api("cuLaunchKernel", 10, 0.1, 0).build(), false);
         assert!(none.contains("The dumps have no GPU busy time"), "{none}");
+        // CUPTI on, nothing recorded on the device: the GPU section says so.
+        let mut unrecorded = Gpu {
+            devices: vec![Device::default()],
+            ..Gpu::default()
+        };
+        unrecorded.cupti.active = true;
+        let p = run(1.0)
+            .api("cuLaunchKernel", 10, 0.1, 0)
+            .gpu(unrecorded)
+            .build();
+        let text = render(&p, false);
+        assert!(text.contains("The dumps have no GPU busy time"), "{text}");
+        assert!(
+            text.contains("      activity: none recorded (no kernel"),
+            "{text}"
+        );
     }
 
     #[test]
