@@ -603,14 +603,24 @@ impl Aggregator {
     /// kernel launches so far, by which sampled kernel statistics are extrapolated;
     /// `last_launch_unix_ns`: about when the host launched its last kernel.
     ///
-    /// Sampled, a device that worked in the last recording period is taken to work until
-    /// the last launch: its activity's span ends there, not at the last record. Its
+    /// Sampled, a device that worked in the last period with any record is taken to work
+    /// until the last launch: its activity's span ends there, not at the last record. Its
     /// extrapolated busy time is over the whole run, and over the records' span the H200's
     /// launch-bound loop read busy 79 % of the time, against 11 % recorded in full
-    /// (bench/results/gpu-2026-11-30-session9-default, truth.sh step 2).
+    /// (bench/results/gpu-2026-11-30-session9-default, truth.sh step 2). The last period
+    /// with a record, not the last period: a loop of 35 ms kernels, 10 a second, launched
+    /// none in most 20 ms slots, and its span ended 2 s before the loop did
+    /// (bench/results/gpu-2026-12-01-session10-final, um-fault-heavy long).
     pub fn devices(&self, launches: u64, last_launch_unix_ns: u64) -> Vec<(u32, Activity)> {
         let kernel_factor = self.kernel_factor(launches);
-        let last_opened = self.periods.back().map_or(u64::MAX, |p| p.on);
+        let latest = self.devices.values().map(|d| d.last).max().unwrap_or(0);
+        let last_opened = self
+            .periods
+            .iter()
+            .rev()
+            .map(|p| p.on)
+            .find(|&on| on <= latest)
+            .unwrap_or(0);
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
@@ -1492,11 +1502,25 @@ mod tests {
             .remove(0)
             .1;
         assert_eq!(a.last_unix_ns, T0 + 100 * MS);
-        // A later period in which it ran nothing: its span ends at its last record.
+        // Later periods without records: it worked in the last one with any.
         let mut agg = two_periods((400, 420));
         agg.period_on(T0 + 90 * MS, 880);
         let a = agg.devices(900, T0 + 100 * MS).remove(0).1;
-        assert_eq!(a.last_unix_ns, T0 + 50 * MS + 19 * 100 * US + 50 * US);
+        assert_eq!(a.last_unix_ns, T0 + 100 * MS);
+        // Another device worked in a later period: this one had stopped.
+        agg.add(Record::Kernel {
+            device: 1,
+            start: T0 + 91 * MS,
+            end: T0 + 92 * MS,
+            name: None,
+            blocks: 1,
+        });
+        let devices = agg.devices(900, T0 + 100 * MS);
+        assert_eq!(
+            devices[0].1.last_unix_ns,
+            T0 + 50 * MS + 19 * 100 * US + 50 * US
+        );
+        assert_eq!(devices[1].1.last_unix_ns, T0 + 100 * MS);
         // Recorded whole, the records tell.
         let mut agg = full();
         agg.add(kernel(0, 40));
