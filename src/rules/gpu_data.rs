@@ -71,16 +71,18 @@ pub fn long_gap_ns(p: &Profile) -> u64 {
 /// faults went with 1.8 s of long GPU idle gaps, about 110 us each.
 const CPU_FAULT_MAX_NS: u64 = 200_000;
 
-/// The part of the long GPU idle gaps that the host's unified-memory page faults can
-/// explain: the GPU waiting while the host pulled pages back.
-pub fn um_host_wait_ns(p: &Profile) -> u64 {
+/// The most time the host's unified-memory page faults can have kept the GPU waiting
+/// while the host pulled pages back: `CPU_FAULT_MAX_NS` each. It explains GPU idle time
+/// that opened with the host working (the long gaps, or the steady state's idle after a
+/// sync or with the host outside the driver), up to that idle time.
+pub fn um_fault_wait_ns(p: &Profile) -> u64 {
     let cpu_faults: u64 = p
         .processes
         .iter()
         .filter_map(|x| x.gpu.as_ref()?.unified_memory.as_ref())
         .map(|u| u.cpu_page_faults)
         .sum();
-    long_gap_ns(p).min(cpu_faults.saturating_mul(CPU_FAULT_MAX_NS))
+    cpu_faults.saturating_mul(CPU_FAULT_MAX_NS)
 }
 
 /// Profiles with GPU-side data for the rules' unit tests.

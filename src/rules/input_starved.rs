@@ -56,7 +56,7 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
             return Outcome::NoData(NO_ACTIVITY);
         }
         // Gaps the host's unified-memory faults explain belong to um-fault-heavy.
-        let gap_ns = gap_ns.saturating_sub(um_host_wait_ns(p));
+        let gap_ns = gap_ns.saturating_sub(um_fault_wait_ns(p));
         let driver: u64 = p.processes.iter().map(|x| x.driver_ns).sum();
         let steady: u64 = p.processes.iter().map(|x| x.steady_ns).sum();
         let in_driver = share(driver, steady);
@@ -89,9 +89,10 @@ impl InputStarved {
         let in_driver = share(s.host.driver_ns, s.ns);
         // Idle time the host's unified-memory page faults explain belongs to um-fault-heavy,
         // as on the whole-run path.
+        // Shares: the device time is what was recorded (sampled, a part of the steady
+        // state), the faults are counted over the run.
         let host_idle = g.idle.get(&IdleKind::Host).copied().unwrap_or(0);
-        let starved = host_idle.saturating_sub(um_host_wait_ns(p).min(host_idle));
-        let impact = share(starved, g.ns);
+        let impact = (share(host_idle, g.ns) - share(um_fault_wait_ns(p), s.ns)).max(0.0);
         if in_driver >= HOST_IN_DRIVER_MAX || impact < 0.01 {
             return Outcome::Clear;
         }

@@ -1,5 +1,6 @@
 use super::gpu_data::*;
 use crate::diagnose::{share, Finding, Layer, Outcome, Rule};
+use crate::phases::IdleKind;
 use crate::profile::Profile;
 
 /// Unified memory that migrates on page faults.
@@ -23,9 +24,11 @@ Evidence (CUPTI unified-memory counters): CPU page faults, GPU page-fault groups
 bytes migrated each way. Without managed allocations (`cuMemAllocManaged`) no faults are
 possible and the rule is clear. Impact, a heuristic: migrated bytes at the PCIe link's
 peak plus 50 us per GPU fault group and 10 us per CPU fault, over the working span; and
-at least the GPU's idle gaps of 1 ms or more that the host's faults can explain, up to
-200 us per CPU fault (the GPU waiting while the host pulled pages back; on the H200,
-16,100 CPU faults went with 1.8 s of such gaps).
+at least the GPU's idle time that the host's faults can explain, up to 200 us per CPU
+fault (the GPU waiting while the host pulled pages back; on the H200, 16,100 CPU faults
+went with 1.8 s of such gaps): with a timeline's GPU side, the steady state's idle that
+opened with the host working, over the steady device time (`input-starved` leaves it to
+this rule); else the idle gaps of 1 ms or more, over the working span.
 
 Fix: prefetch managed memory to where it is used next (`cudaMemPrefetchAsync`), give
 placement hints (`cudaMemAdvise` with `SetPreferredLocation`/`SetReadMostly`), or use
@@ -57,7 +60,23 @@ explicit device allocations and copies."
         let cost_ns = migrated as f64 / peak * 1e9
             + gpu as f64 * GPU_FAULT_GROUP_NS
             + cpu as f64 * CPU_FAULT_NS;
-        let host_wait = share(um_host_wait_ns(p), span);
+        // The GPU's idle time that the host's faults explain: in the steady state's idle that
+        // opened with the host working, where the timeline has its GPU side (the long gaps
+        // of sampled activity are only those inside its slots), else in the long gaps.
+        let faults_ns = um_fault_wait_ns(p);
+        let host_wait = match crate::phases::steady(p) {
+            Some(crate::phases::SteadyState {
+                ns, gpu: Some(g), ..
+            }) => {
+                let working: u64 = [IdleKind::Host, IdleKind::AfterSync]
+                    .iter()
+                    .filter_map(|k| g.idle.get(k))
+                    .sum();
+                // Shares, as the recorded device time can be a sample of the steady state.
+                share(working, g.ns).min(share(faults_ns, ns))
+            }
+            _ => share(long_gap_ns(p).min(faults_ns), span),
+        };
         let impact = if span == 0 {
             0.0
         } else {
@@ -139,5 +158,46 @@ mod tests {
         ));
         let managed = run(1.0).api("cuMemAllocManaged", 1, 0.1, 1 << 20).build();
         assert!(matches!(UmFaultHeavy.check(&managed), Outcome::NoData(_)));
+    }
+
+    #[test]
+    fn with_a_timeline_the_faults_claim_the_idle_that_opened_with_the_host_working() {
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
+        // A 200 ms steady state of 10 ms steps: the GPU busy 3 ms, idle 2 ms after the
+        // sync and 5 ms in host work; `observed` of each window recorded (sampled below 10).
+        let profile = |cpu_faults, observed: u64| {
+            let mut g = gpu(h200(), None, Some(activity(1.0)));
+            g.unified_memory = Some(UnifiedMemory {
+                cpu_page_faults: cpu_faults,
+                ..UnifiedMemory::default()
+            });
+            let mut p = run(0.2).gpu(g).build();
+            let w = W {
+                launches: 20,
+                blocked_ns: 2 * MS,
+                busy_ns: 3 * observed / 10,
+                idle_after_sync: 2 * observed / 10,
+                idle_host: 5 * observed / 10,
+                ..W::default()
+            };
+            let mut t = timeline(&times(20, w), true);
+            t.devices[0].observed_ns = vec![observed; 20];
+            attach(&mut p, t);
+            p
+        };
+        // 500 faults of up to 200 us: 100 ms, half the steady state, within the 70 % idle
+        // that opened with the host working. What is left of the host-work idle is not
+        // input starvation.
+        for observed in [10 * MS, 2 * MS] {
+            let p = profile(500, observed);
+            let f = found(UmFaultHeavy.check(&p));
+            assert!((f.impact - 0.5).abs() < 1e-9, "{observed}: {}", f.impact);
+            assert!(matches!(InputStarved.check(&p), Outcome::Clear));
+        }
+        // 100 faults explain 10 % of it; 40 of the 50 % host-work idle is input starvation.
+        let p = profile(100, 2 * MS);
+        assert!((found(UmFaultHeavy.check(&p)).impact - 0.1).abs() < 1e-9);
+        let starved = found(InputStarved.check(&p));
+        assert!((starved.impact - 0.4).abs() < 1e-9, "{}", starved.impact);
     }
 }
