@@ -28,7 +28,9 @@ at least the GPU's idle time that the host's faults can explain, up to 200 us pe
 fault (the GPU waiting while the host pulled pages back; on the H200, 16,100 CPU faults
 went with 1.8 s of such gaps): with a timeline's GPU side, the steady state's idle that
 opened with the host working, over the steady device time (`input-starved` leaves it to
-this rule); else the idle gaps of 1 ms or more, over the working span.
+this rule); with a steady state but no GPU side (sampled, a loop of a few long kernels
+can launch none while recording), at most its time outside the driver; else the idle
+gaps of 1 ms or more, over the working span.
 
 Fix: prefetch managed memory to where it is used next (`cudaMemPrefetchAsync`), give
 placement hints (`cudaMemAdvise` with `SetPreferredLocation`/`SetReadMostly`), or use
@@ -62,23 +64,30 @@ explicit device allocations and copies."
             + cpu as f64 * CPU_FAULT_NS;
         // The GPU's idle time that the host's faults explain: in the steady state's idle that
         // opened with the host working, where the timeline has its GPU side (the long gaps
-        // of sampled activity are only those inside its slots), else in the long gaps.
+        // of sampled activity are only those inside its slots); without it, at most the
+        // steady state's time outside the driver (sampled, a loop of a few long kernels can
+        // launch none inside a slot); without a steady state, in the long gaps.
         let faults_ns = um_fault_wait_ns(p);
         let host_wait = match crate::phases::steady(p) {
-            Some(crate::phases::SteadyState {
-                ns, gpu: Some(g), ..
-            }) => {
-                let working: u64 = [IdleKind::Host, IdleKind::AfterSync]
-                    .iter()
-                    .filter_map(|k| g.idle.get(k))
-                    .sum();
-                // Shares, as the recorded device time can be a sample of the steady state.
-                share(working, g.ns).min(share(faults_ns, ns))
+            Some(s) => {
+                let working = match &s.gpu {
+                    Some(g) => {
+                        let idle: u64 = [IdleKind::Host, IdleKind::AfterSync]
+                            .iter()
+                            .filter_map(|k| g.idle.get(k))
+                            .sum();
+                        // A share, as the recorded device time can be a sample of the
+                        // steady state.
+                        share(idle, g.ns)
+                    }
+                    None => share(s.ns.saturating_sub(s.host.driver_ns), s.ns),
+                };
+                working.min(share(faults_ns, s.ns))
             }
-            _ => share(long_gap_ns(p).min(faults_ns), span),
+            None => share(long_gap_ns(p).min(faults_ns), span),
         };
         let impact = if span == 0 {
-            0.0
+            host_wait
         } else {
             (cost_ns / span as f64).max(host_wait).min(1.0)
         };
@@ -199,5 +208,34 @@ mod tests {
         assert!((found(UmFaultHeavy.check(&p)).impact - 0.1).abs() < 1e-9);
         let starved = found(InputStarved.check(&p));
         assert!((starved.impact - 0.4).abs() < 1e-9, "{}", starved.impact);
+    }
+
+    #[test]
+    fn without_the_gpu_side_the_faults_claim_at_most_the_host_time_outside_the_driver() {
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
+        // Sampled, no kernel of the loop was recorded: a 200 ms steady state whose host
+        // spends 3 ms of each 10 ms step in the driver (a sync).
+        let profile = |cpu_faults| {
+            let mut g = gpu(h200(), None, None);
+            g.unified_memory = Some(UnifiedMemory {
+                cpu_page_faults: cpu_faults,
+                ..UnifiedMemory::default()
+            });
+            let mut p = run(0.2).gpu(g).build();
+            let w = W {
+                launches: 20,
+                driver_ns: 3 * MS,
+                blocked_ns: 3 * MS,
+                ..W::default()
+            };
+            attach(&mut p, timeline(&times(20, w), false));
+            p
+        };
+        // 2,000 faults of up to 200 us (400 ms) could explain all of it: 70 % at most.
+        let f = found(UmFaultHeavy.check(&profile(2_000)));
+        assert!((f.impact - 0.7).abs() < 1e-9, "{}", f.impact);
+        // 200 faults, 40 ms: 20 %.
+        let f = found(UmFaultHeavy.check(&profile(200)));
+        assert!((f.impact - 0.2).abs() < 1e-9, "{}", f.impact);
     }
 }
