@@ -169,18 +169,23 @@ mod tests {
         assert!(matches!(UmFaultHeavy.check(&managed), Outcome::NoData(_)));
     }
 
+    /// A run of 200 ms whose host faulted `cpu_faults` times, with the activity `a`.
+    fn faulting(cpu_faults: u64, a: Option<gpuspy_format::gpu::Activity>) -> Profile {
+        let mut g = gpu(h200(), None, a);
+        g.unified_memory = Some(UnifiedMemory {
+            cpu_page_faults: cpu_faults,
+            ..UnifiedMemory::default()
+        });
+        run(0.2).gpu(g).build()
+    }
+
     #[test]
     fn with_a_timeline_the_faults_claim_the_idle_that_opened_with_the_host_working() {
         use crate::phases::fixtures::{attach, timeline, times, MS, W};
         // A 200 ms steady state of 10 ms steps: the GPU busy 3 ms, idle 2 ms after the
         // sync and 5 ms in host work; `observed` of each window recorded (sampled below 10).
         let profile = |cpu_faults, observed: u64| {
-            let mut g = gpu(h200(), None, Some(activity(1.0)));
-            g.unified_memory = Some(UnifiedMemory {
-                cpu_page_faults: cpu_faults,
-                ..UnifiedMemory::default()
-            });
-            let mut p = run(0.2).gpu(g).build();
+            let mut p = faulting(cpu_faults, Some(activity(1.0)));
             let w = W {
                 launches: 20,
                 blocked_ns: 2 * MS,
@@ -216,12 +221,7 @@ mod tests {
         // Sampled, no kernel of the loop was recorded: a 200 ms steady state whose host
         // spends 3 ms of each 10 ms step in the driver (a sync).
         let profile = |cpu_faults| {
-            let mut g = gpu(h200(), None, None);
-            g.unified_memory = Some(UnifiedMemory {
-                cpu_page_faults: cpu_faults,
-                ..UnifiedMemory::default()
-            });
-            let mut p = run(0.2).gpu(g).build();
+            let mut p = faulting(cpu_faults, None);
             let w = W {
                 launches: 20,
                 driver_ns: 3 * MS,
