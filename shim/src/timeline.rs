@@ -55,7 +55,8 @@ enum Family {
 
 fn family(symbol: &str) -> Family {
     let starts = |prefixes: &[&str]| prefixes.iter().any(|p| symbol.starts_with(p));
-    if starts(&["cuLaunch"]) {
+    // A host function is queued like a kernel but is none: no kernel record follows it.
+    if starts(&["cuLaunch"]) && !starts(&["cuLaunchHostFunc"]) {
         Family::Launch
     } else if starts(&["cuModuleLoad", "cuLibraryLoad", "cuLink"]) {
         Family::Module
@@ -497,6 +498,7 @@ mod tests {
         ] {
             assert_eq!(of(launch), Family::Launch);
         }
+        assert_eq!(of("cuLaunchHostFunc_ptsz"), Family::Other);
         for module in [
             "cuModuleLoadDataEx",
             "cuLibraryLoadFromFile",

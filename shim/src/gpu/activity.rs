@@ -242,6 +242,10 @@ pub struct Aggregator {
     /// The host's launches made while recording, as of each settle of the last
     /// `MAX_HOLD_NS`: (Unix ns, launches).
     recorded_launches: VecDeque<(u64, u64)>,
+    /// Launches made while recording, as of the last settle older than `MAX_HOLD_NS`: a
+    /// record not come by then is not awaited (a dropped record, a launch counted at a
+    /// switch's edge).
+    launches_given_up: u64,
     /// Unified-memory counters: when first switched on, since when on now (None: off),
     /// and the time on before that.
     um_first_on: Option<u64>,
@@ -344,27 +348,26 @@ impl Aggregator {
     /// recorded in that buffer has run: with ~1,000 kernels of 1.8 ms queued, a Triton loop's
     /// first records came up to 1.7 s after they started on the H200, and its first 1.24 s
     /// counted idle (bench/results/gpu-2026-11-30-session9-probe). Records outnumber
-    /// launches with CUDA graphs (nothing is held), and launches that never run (a stream
-    /// capture) hold by as many launches, not for long.
+    /// launches with CUDA graphs (nothing is held); a launch whose record never comes (one
+    /// made during a stream capture, a dropped record) holds it `MAX_HOLD_NS` at most, then
+    /// is given up.
     pub fn held_horizon(&mut self, horizon: u64, now: u64, launches: u64) -> u64 {
         let recorded = self.launches_while_recording(launches);
         self.recorded_launches.push_back((now, recorded));
         let oldest = now.saturating_sub(MAX_HOLD_NS);
-        while self
-            .recorded_launches
-            .front()
-            .is_some_and(|&(t, _)| t < oldest)
-        {
+        while let Some(&(_, n)) = self.recorded_launches.front().filter(|&&(t, _)| t < oldest) {
+            self.launches_given_up = self.launches_given_up.max(n);
             self.recorded_launches.pop_front();
         }
-        if self.kernel_records >= recorded {
+        let accounted = self.kernel_records.max(self.launches_given_up);
+        if accounted >= recorded {
             return horizon;
         }
         let waiting_since = self
             .recorded_launches
             .iter()
             .rev()
-            .find(|&&(_, n)| n <= self.kernel_records)
+            .find(|&&(_, n)| n <= accounted)
             .map_or(oldest, |&(t, _)| t);
         horizon.min(waiting_since.max(oldest))
     }
@@ -603,10 +606,11 @@ impl Aggregator {
     /// kernel launches so far, by which sampled kernel statistics are extrapolated;
     /// `last_launch_unix_ns`: about when the host launched its last kernel.
     ///
-    /// Sampled, a device that worked in the last period with any record is taken to work
-    /// until the last launch: its activity's span ends there, not at the last record. Its
-    /// extrapolated busy time is over the whole run, and over the records' span the H200's
-    /// launch-bound loop read busy 79 % of the time, against 11 % recorded in full
+    /// Sampled, where the host launched after the last period with any record closed, a
+    /// device that worked in that period is taken to work until the last launch: its
+    /// activity's span ends there, not at the last record. Its extrapolated busy time is
+    /// over the whole run, and over the records' span the H200's launch-bound loop read
+    /// busy 79 % of the time, against 11 % recorded in full
     /// (bench/results/gpu-2026-11-30-session9-default, truth.sh step 2). The last period
     /// with a record, not the last period: a loop of 35 ms kernels, 10 a second, launched
     /// none in most 20 ms slots, and its span ended 2 s before the loop did
@@ -614,13 +618,14 @@ impl Aggregator {
     pub fn devices(&self, launches: u64, last_launch_unix_ns: u64) -> Vec<(u32, Activity)> {
         let kernel_factor = self.kernel_factor(launches);
         let latest = self.devices.values().map(|d| d.last).max().unwrap_or(0);
+        // Where the last launch came inside it (or none closed), the records tell.
         let last_opened = self
             .periods
             .iter()
             .rev()
-            .map(|p| p.on)
-            .find(|&on| on <= latest)
-            .unwrap_or(0);
+            .find(|p| p.on <= latest)
+            .filter(|p| p.off < last_launch_unix_ns)
+            .map_or(u64::MAX, |p| p.on);
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
@@ -1508,19 +1513,28 @@ mod tests {
         let a = agg.devices(900, T0 + 100 * MS).remove(0).1;
         assert_eq!(a.last_unix_ns, T0 + 100 * MS);
         // Another device worked in a later period: this one had stopped.
-        agg.add(Record::Kernel {
+        let device_1 = |start, end| Record::Kernel {
             device: 1,
-            start: T0 + 91 * MS,
-            end: T0 + 92 * MS,
+            start,
+            end,
             name: None,
             blocks: 1,
-        });
+        };
+        agg.add(device_1(T0 + 91 * MS, T0 + 92 * MS));
+        agg.period_off(T0 + 95 * MS, 890);
         let devices = agg.devices(900, T0 + 100 * MS);
-        assert_eq!(
-            devices[0].1.last_unix_ns,
-            T0 + 50 * MS + 19 * 100 * US + 50 * US
-        );
+        let stopped = T0 + 50 * MS + 19 * 100 * US + 50 * US;
+        assert_eq!(devices[0].1.last_unix_ns, stopped);
         assert_eq!(devices[1].1.last_unix_ns, T0 + 100 * MS);
+        // One period for the whole run (a job cheap to record), closed at the end: a device
+        // that stopped early stays stopped.
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
+        agg.add(kernel(0, MS));
+        agg.add(device_1(T0 + 9_900 * MS, T0 + 9_950 * MS));
+        agg.period_off(T0 + 10_000 * MS, 1_000);
+        let devices = agg.devices(1_000, T0 + 9_960 * MS);
+        assert_eq!(devices[0].1.last_unix_ns, T0 + MS);
+        assert_eq!(devices[1].1.last_unix_ns, T0 + 9_950 * MS);
         // Recorded whole, the records tell.
         let mut agg = full();
         agg.add(kernel(0, 40));
@@ -2278,16 +2292,24 @@ mod accounting {
         }
         let now = T0 + 1_000 * MS;
         assert_eq!(agg.held_horizon(now - 500 * MS, now, 10), T0 + 500 * MS);
-        // Never more than MAX_HOLD_NS behind.
+        // Never more than MAX_HOLD_NS behind...
         let late = T0 + 500 * MS + MAX_HOLD_NS + 100 * MS;
         assert_eq!(
             agg.held_horizon(late - 500 * MS, late, 10),
             late - MAX_HOLD_NS
         );
+        // ...and once the settle that saw those launches is that old, their records are
+        // given up: the kinds off since, or the program quiet, nothing more is held.
+        let later = T0 + 1_000 * MS + MAX_HOLD_NS + MS;
+        assert_eq!(
+            agg.held_horizon(later - 500 * MS, later, 10),
+            later - 500 * MS
+        );
         // Records outnumbering launches (a CUDA graph) hold nothing.
+        let mut agg = Aggregator::new(T0, T0, 0, false, 0);
         for k in 0..20 {
             agg.add(kernel(700 * MS + k * MS, 700 * MS + (k + 1) * MS));
         }
-        assert_eq!(agg.held_horizon(late - 500 * MS, late, 10), late - 500 * MS);
+        assert_eq!(agg.held_horizon(now - 500 * MS, now, 10), now - 500 * MS);
     }
 }

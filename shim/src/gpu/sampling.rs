@@ -186,6 +186,9 @@ impl DutyCycle {
     pub fn managed_memory(&mut self) {
         self.fixed_cycle = Some(MANAGED_CYCLE);
         self.on_ns = self.base_on_ns;
+        if self.on {
+            self.next_at = self.next_at.min(self.on_since + self.base_on_ns);
+        }
     }
 
     pub fn is_on(&self) -> bool {
@@ -335,13 +338,15 @@ mod tests {
         // Within budget, slots grow; managed memory brings them back to the base length.
         assert_eq!(d.slot_ended(ON_NS, 0, 0), attached(1));
         d.turned_on(ON_NS);
-        d.managed_memory();
         assert_eq!(d.next_at(), 3 * ON_NS);
-        assert!(!d.ends_now(2 * ON_NS, 0));
-        assert!(d.ends_now(3 * ON_NS, 1));
+        // The slot on, 40 ms long, is cut to 20.
+        d.managed_memory();
+        assert_eq!(d.next_at(), 2 * ON_NS);
+        assert!(!d.ends_now(ON_NS + ON_NS / 2, 0));
+        assert!(d.ends_now(2 * ON_NS, 1));
         assert_eq!(MANAGED_CYCLE, 8);
-        assert_eq!(d.slot_ended(3 * ON_NS, 1, 1), attached(8));
-        assert_eq!(d.next_at(), 3 * ON_NS + 7 * 2 * ON_NS);
+        assert_eq!(d.slot_ended(2 * ON_NS, 1, 1), attached(8));
+        assert_eq!(d.next_at(), 2 * ON_NS + 7 * ON_NS);
         d.turned_on(d.next_at());
         assert_eq!(d.next_at() - d.on_since, ON_NS);
     }
