@@ -34,6 +34,17 @@ fn without_nvml_and_cupti_the_dump_says_why() {
 }
 
 #[test]
+fn stepping_aside_leaves_on_the_kinds_the_program_enabled() {
+    let run = run("cupti", &["profiler-early"], FULL);
+    let out = run.stdout();
+    assert!(
+        out.contains("after registering: kernels 1 copies 0"),
+        "{out}"
+    );
+    assert!(out.contains("program records 10"), "{out}");
+}
+
+#[test]
 fn a_process_without_a_context_has_no_gpu_section() {
     // torchrun's agent initialises the driver and creates no context: its dump holds its
     // calls and no GPU section (it never opens NVML), so it does not show in the GPU view.
@@ -237,12 +248,14 @@ fn cupti_records_reduce_exactly() {
 #[test]
 fn gpuspy_steps_aside_when_the_program_registers_its_own_cupti_client() {
     let run = run("cupti", &["profiler"], FULL);
-    // The program's own client got every record emitted after it registered.
+    // gpuspy's kinds were off when the program's client came, and it got every record
+    // emitted after it registered.
+    let out = run.stdout();
     assert!(
-        run.stdout().contains("program records 10"),
-        "{}",
-        run.stdout()
+        out.contains("after registering: kernels 0 copies 0"),
+        "{out}"
     );
+    assert!(out.contains("program records 10"), "{out}");
     let g = gpu_section(&run);
     assert_stepped_aside(&g);
     // What gpuspy had before stays in its dump, and nothing after.

@@ -1,7 +1,9 @@
 /* CUPTI activity through the fake libcupti: the program emits records the way the GPU
  * would, and gpuspy's dump must reduce them exactly. With "profiler", the program then
  * registers its own activity callbacks (as torch.profiler does): gpuspy must step aside,
- * keep what it had, and leave later records to the program. With "vfork", a vfork child
+ * keep what it had, switch its kinds off and leave later records to the program; with
+ * "profiler-early", the program enables the kernel kind before it registers (as CUPTI's
+ * samples do), and that kind must stay on. With "vfork", a vfork child
  * ends in _exit (as after a failed exec) and the parent then emits 7 more kernels, which
  * its dump must still hold. With "no-context", the program creates its context some way
  * gpuspy does not hook: its activity must still reach the dump. */
@@ -45,7 +47,8 @@ static void program_complete(void *ctx, unsigned stream, unsigned char *buf, siz
 }
 
 int main(int argc, char **argv) {
-    int profiler = argc > 1 && strcmp(argv[1], "profiler") == 0;
+    int early = argc > 1 && strcmp(argv[1], "profiler-early") == 0;
+    int profiler = early || (argc > 1 && strcmp(argv[1], "profiler") == 0);
     int use_vfork = argc > 1 && strcmp(argv[1], "vfork") == 0;
     int hooked_context = !(argc > 1 && strcmp(argv[1], "no-context") == 0);
     if (cuInit(0)) return 1;
@@ -79,7 +82,9 @@ int main(int argc, char **argv) {
             fakecupti_kernel(0, t + 200 * MS + i * MS, t + 200 * MS + i * MS + 100, 8, "after_vfork");
     }
     if (profiler) {
+        if (early) cuptiActivityEnable(10);
         cuptiActivityRegisterCallbacks(program_request, program_complete);
+        printf("after registering: kernels %d copies %d\n", fakecupti_enabled(10), fakecupti_enabled(1));
         cuptiActivityEnable(10);
         for (int i = 0; i < 10; i++)
             fakecupti_kernel(0, t + 100 * MS + i * MS, t + 100 * MS + i * MS + 100, 8, "late_kernel");

@@ -94,6 +94,9 @@ static KINDS_ON_NS: AtomicU64 = AtomicU64::new(0);
 static KINDS_OFF_NS: AtomicU64 = AtomicU64::new(0);
 /// The program registered its own CUPTI callbacks (before or after gpuspy started).
 static PROGRAM_CLIENT: AtomicBool = AtomicBool::new(false);
+/// Activity kinds (those below 64) that the program itself enabled: stepping aside leaves
+/// them on.
+static PROGRAM_KINDS: AtomicU64 = AtomicU64::new(0);
 /// When gpuspy stepped aside for the program's client (CUPTI timestamp), 0 if it did not.
 static YIELDED_AT: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -822,20 +825,31 @@ const CUPTI_ERROR_NOT_INITIALIZED: CuptiResult = 15;
 static STARTING: Mutex<()> = Mutex::new(());
 
 /// Steps aside for the program's own client, leaving CUPTI as the client would find it
-/// without gpuspy: our buffers flushed back to us (so that its completion callback never
-/// sees a buffer it did not allocate) and the kinds only gpuspy uses switched off (the
-/// client manages the others). With both left on, PyTorch's first cuBLAS call under
-/// torch.profiler hung on the H200.
+/// without gpuspy: gpuspy's kinds switched off, except those the program enabled itself,
+/// then our buffers flushed back to us (so that its completion callback never sees a
+/// buffer it did not allocate). With the unified-memory and OVERHEAD kinds left on,
+/// PyTorch's first cuBLAS call under torch.profiler hung on the H200. With the traced kinds
+/// left on and flushed before they were off, a torch.profiler started mid-run recorded no
+/// kernel once, and failed an internal assert at its stop once (`inserted.second`,
+/// profiler/collection.cpp), in 2 of 4 runs after they stayed on between slots
+/// (bench/results/gpu-2026-12-01-session10-check): records made after the flush went into
+/// a buffer of ours, which CUPTI then completed to the program's callback.
 fn step_aside() {
     let _after_start = STARTING.lock();
     // A flush of ours still in flight would deliver our buffers to the program's callback.
     let _after_collecting = COLLECTING.lock();
     if let (Some(api), true) = (API.get(), REGISTERED.swap(false, AcqRel)) {
+        let programs = PROGRAM_KINDS.load(Acquire);
         // SAFETY: plain CUPTI calls from an application thread outside any callback.
         unsafe {
+            for kind in TRACED_KINDS
+                .into_iter()
+                .chain([KIND_UNIFIED_MEMORY_COUNTER, KIND_OVERHEAD])
+                .filter(|&k| programs >> k & 1 == 0)
+            {
+                (api.disable)(kind);
+            }
             (api.flush_all)(FLUSH_FORCED);
-            (api.disable)(KIND_UNIFIED_MEMORY_COUNTER);
-            (api.disable)(KIND_OVERHEAD);
         }
         YIELDED_AT.store(crate::clock::unix_ns(), Relaxed);
     } else if DETACHED.swap(false, AcqRel) {
@@ -862,6 +876,24 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     unsafe { std::mem::transmute::<*mut c_void, Real>(real)(request, complete) }
 }
 
+/// The program enabling an activity kind: noted, so that stepping aside leaves it on, then
+/// forwarded.
+///
+/// # Safety
+/// Same contract as `cuptiActivityEnable`.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> CuptiResult {
+    if kind < 64 {
+        PROGRAM_KINDS.fetch_or(1 << kind, AcqRel);
+    }
+    let Some(real) = real(c"cuptiActivityEnable") else {
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    };
+    type Real = unsafe extern "C" fn(u32) -> CuptiResult;
+    // SAFETY: libcupti's function of this name and signature.
+    unsafe { std::mem::transmute::<*mut c_void, Real>(real)(kind) }
+}
+
 /// A program that finalizes CUPTI ends our collection too. Nothing is flushed here:
 /// Kineto finalizes from inside a CUPTI callback, where flushing is not allowed.
 ///
@@ -885,6 +917,7 @@ pub fn dlsym_wrapper(found: *mut c_void, name: &CStr) -> *mut c_void {
     match name.to_bytes() {
         b"cuptiActivityRegisterCallbacks" => cuptiActivityRegisterCallbacks as *mut c_void,
         b"cuptiFinalize" => cuptiFinalize as *mut c_void,
+        b"cuptiActivityEnable" => cuptiActivityEnable as *mut c_void,
         _ => found,
     }
 }
