@@ -77,6 +77,9 @@ def torch_busy(prof):
     events = json.load(open(trace))["traceEvents"]
     kernels = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "kernel")
     other = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in ("gpu_memcpy", "gpu_memset")]
+    print(f"torch_kernels {len(kernels)}")
+    if not kernels:
+        return
     busy, open_s, open_e = 0.0, None, None
     for s, e in kernels:
         if open_e is None or s > open_e:
@@ -88,7 +91,6 @@ def torch_busy(prof):
     busy += open_e - open_s
     everything = kernels + other
     span = max(e for _, e in everything) - min(s for s, _ in everything)
-    print(f"torch_kernels {len(kernels)}")
     print(f"torch_busy_share {busy / span:.5f}")
     print(f"torch_span_us {span:.1f}")
 
