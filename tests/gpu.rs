@@ -473,6 +473,18 @@ fn a_program_that_uses_nccl_is_recorded_whole() {
 }
 
 #[test]
+fn a_slot_is_judged_by_its_launches_when_its_records_come_late() {
+    // 100,000 launches a second whose records come 300 ms late: a 20 ms slot has none of
+    // its own records at its end, yet its launches cost CUPTI as much.
+    let run = run("cupti_stream", &["1500", "late"], &[]);
+    let note = gpu_section(&run)["cupti"]["note"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note.contains("switched the traced kinds off"), "{note}");
+}
+
+#[test]
 fn a_program_cheap_to_record_is_recorded_whole_without_a_switch() {
     // 1,000 kernels a second cost ~0.2 % recorded: every slot is within budget, and the
     // next follows with the kinds left on (they were switched off and on at each).

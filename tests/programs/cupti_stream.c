@@ -9,7 +9,8 @@
  * gpuspy made while it had CUPTI detached between slots (each would attach it again).
  * Options after ARGV[1], any of: "managed"; "graph", a stream capture begins first (a CUDA
  * graph); "nccl", an NCCL communicator is made first; "paced", the ten kernels come every
- * 10 ms (1,000 a second: cheap enough to be recorded whole). */
+ * 10 ms (1,000 a second: cheap enough to be recorded whole); "late", each burst's records
+ * come 300 ms after it (a deep queue's buffers complete late), if the kind is on then. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,11 @@ int main(int argc, char **argv) {
     unsigned long long run_ns = (argc > 1 ? atoll(argv[1]) : 1500) * 1000000ULL;
     int managed = has(argc, argv, "managed");
     unsigned long long step_ns = has(argc, argv, "paced") ? 10000000 : 100000;
+    /* With "late": the bursts whose records are still to come, oldest first. */
+    enum { PENDING = 8192 };
+    static unsigned long long pending[PENDING];
+    unsigned long long lag_ns = has(argc, argv, "late") ? 300000000 : 0;
+    long queued = 0, emitted = 0;
     void *context;
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&context, 0)) return 1;
     CUdeviceptr p;
@@ -53,10 +59,17 @@ int main(int argc, char **argv) {
         if (t >= next) {
             for (int k = 0; k < 10; k++) {
                 if (cuLaunchKernel(0, 1024, 1, 1, 256, 1, 1, 0, 0, 0, 0)) return 5;
-                fakecupti_kernel(0, t + k * 5000, t + (k + 1) * 5000, 1024, "stream_kernel");
+                if (!lag_ns)
+                    fakecupti_kernel(0, t + k * 5000, t + (k + 1) * 5000, 1024, "stream_kernel");
             }
+            if (lag_ns) pending[queued++ % PENDING] = t;
             kernels += 10;
             next = t + step_ns;
+        }
+        for (; emitted < queued && pending[emitted % PENDING] + lag_ns <= t; emitted++) {
+            unsigned long long b = pending[emitted % PENDING];
+            for (int k = 0; k < 10; k++)
+                fakecupti_kernel(0, b + k * 5000, b + (k + 1) * 5000, 1024, "stream_kernel");
         }
         if (managed && t >= next_fault) {
             fakecupti_um(3, 0x7f00);

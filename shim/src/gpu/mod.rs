@@ -295,9 +295,13 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 // The cause is not known; full capture ran DDP cleanly on 2026-11-29.
                 traced.turned_on(clock::unix_ns());
             } else {
-                // The slot's records so far, at its end or inside a long one.
+                // The slot's records so far, at its end or inside a long one, or its
+                // launches where these are more: each launch made while a kind is on costs
+                // CUPTI's instrumentation, and a deep queue's records come late (they would
+                // count in no slot, and a launch-bound loop be recorded whole).
                 cupti::collect(false, SETTLE_MARGIN_NS);
-                if traced.ends_now(clock::unix_ns(), cupti::this_slot().0) {
+                let (records, launches) = cupti::this_slot();
+                if traced.ends_now(clock::unix_ns(), records.max(launches)) {
                     cupti::switch_traced_kinds(false);
                     // The slot's records, gathered with the kinds off: its rate decides the
                     // next cycle.
@@ -308,7 +312,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     let detachable = duty.unified_memory.is_none() && cupti::may_detach();
                     traced.switching_costs(detachable.then(cupti::switch_cost_ns));
                     let (records, launches) = cupti::this_slot();
-                    let next = traced.slot_ended(clock::unix_ns(), records, launches);
+                    let next = traced.slot_ended(clock::unix_ns(), records.max(launches), launches);
                     if next.slots == 1 {
                         cupti::switch_traced_kinds(true);
                         traced.turned_on(clock::unix_ns());
@@ -320,10 +324,9 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // count of records starts again. A job cheap to record was switched off
                     // and on at every slot end, 5 to 50 times a second, changing CUPTI's
                     // state under the program's running kernels for nothing.
-                    let (records, launches) = cupti::this_slot();
                     let now = clock::unix_ns();
                     cupti::next_slot(now);
-                    traced.slot_ended(now, records, launches);
+                    traced.slot_ended(now, records.max(launches), launches);
                     traced.turned_on(now);
                 }
             }
