@@ -239,6 +239,9 @@ pub struct Aggregator {
     launches_recorded: u64,
     /// Kernel records received, timed or not.
     kernel_records: u64,
+    /// The opening and close (`u64::MAX` while open) of the last period in which a record
+    /// started, kept when the period leaves `periods`.
+    last_active: Option<(u64, u64)>,
     /// The host's launches made while recording, as of each settle of the last
     /// `MAX_HOLD_NS`: (Unix ns, launches).
     recorded_launches: VecDeque<(u64, u64)>,
@@ -294,6 +297,9 @@ impl Aggregator {
         if let Some(p) = self.periods.back_mut().filter(|p| p.off == u64::MAX) {
             p.off = at.max(p.on);
             self.launches_recorded += launches.saturating_sub(p.launches_on);
+            if let Some(active) = self.last_active.as_mut().filter(|a| a.0 == p.on) {
+                active.1 = p.off;
+            }
         }
     }
 
@@ -390,9 +396,15 @@ impl Aggregator {
         }
     }
 
-    fn count_for_rate(&mut self, start: u64) {
+    /// A timed record started at `start`: counted for the slot's rate, and its period as
+    /// the last active one.
+    fn record_started(&mut self, start: u64) {
         if start >= self.slot_on {
             self.slot_records += 1;
+        }
+        let period = self.periods.iter().rev().find(|p| p.on <= start);
+        if let Some(p) = period.filter(|p| self.last_active.is_none_or(|(on, _)| p.on >= on)) {
+            self.last_active = Some((p.on, p.off));
         }
     }
 
@@ -407,7 +419,7 @@ impl Aggregator {
                 blocks,
             } => {
                 let (start, end) = (self.unix(start), self.unix(end));
-                self.count_for_rate(start);
+                self.record_started(start);
                 self.kernel_records += 1;
                 self.devices
                     .entry(device)
@@ -424,7 +436,7 @@ impl Aggregator {
                 end,
             } => {
                 let (start, end) = (self.unix(start), self.unix(end));
-                self.count_for_rate(start);
+                self.record_started(start);
                 let d = self.devices.entry(device).or_default();
                 let memory = if kind == COPY_DTOH {
                     dst_memory
@@ -445,7 +457,7 @@ impl Aggregator {
                 end,
             } => {
                 let (start, end) = (self.unix(start), self.unix(end));
-                self.count_for_rate(start);
+                self.record_started(start);
                 let d = self.devices.entry(device).or_default();
                 d.memsets.add(bytes, start, end);
                 d.interval(origin, start, end, false);
@@ -617,15 +629,11 @@ impl Aggregator {
     /// (bench/results/gpu-2026-12-01-session10-final, um-fault-heavy long).
     pub fn devices(&self, launches: u64, last_launch_unix_ns: u64) -> Vec<(u32, Activity)> {
         let kernel_factor = self.kernel_factor(launches);
-        let latest = self.devices.values().map(|d| d.last).max().unwrap_or(0);
         // Where the last launch came inside it (or none closed), the records tell.
         let last_opened = self
-            .periods
-            .iter()
-            .rev()
-            .find(|p| p.on <= latest)
-            .filter(|p| p.off < last_launch_unix_ns)
-            .map_or(u64::MAX, |p| p.on);
+            .last_active
+            .filter(|&(_, off)| off < last_launch_unix_ns)
+            .map_or(u64::MAX, |(on, _)| on);
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
@@ -1507,11 +1515,21 @@ mod tests {
             .remove(0)
             .1;
         assert_eq!(a.last_unix_ns, T0 + 100 * MS);
-        // Later periods without records: it worked in the last one with any.
+        // Later periods without records: it worked in the last one with any, even once that
+        // period is settled and gone from the list.
         let mut agg = two_periods((400, 420));
         agg.period_on(T0 + 90 * MS, 880);
         let a = agg.devices(900, T0 + 100 * MS).remove(0).1;
         assert_eq!(a.last_unix_ns, T0 + 100 * MS);
+        let mut settled = two_periods((400, 420));
+        for on in [90, 200, 300] {
+            settled.period_on(T0 + on * MS, 880);
+            settled.period_off(T0 + (on + 20) * MS, 890);
+        }
+        settled.settle(T0 + 350 * MS, T0 + 350 * MS, &mut no_events);
+        assert!(settled.periods.front().unwrap().on > T0 + 52 * MS);
+        let a = settled.devices(900, T0 + 400 * MS).remove(0).1;
+        assert_eq!(a.last_unix_ns, T0 + 400 * MS);
         // Another device worked in a later period: this one had stopped.
         let device_1 = |start, end| Record::Kernel {
             device: 1,
