@@ -1,7 +1,9 @@
 """Labelled workloads that each stage one problem gpuspy diagnoses, plus healthy ones and
 the fixed version of each problem. Written the way people write them: imports, model
 set-up, a few warm-up steps (a Triton JIT where it fits), then the loop. Each prints
-`loop_s <seconds>` for its loop and `step_s <seconds>` per step.
+`loop_s <seconds>` for its loop, `step_s <seconds>` per step, `second_half_s <seconds>` for
+the loop's second half (its steady state) and `cuda_s <seconds>` from the first CUDA call
+to the loop's end.
 
     python3 examples/staged.py MODE [--form short|long|default] [--nvtx]
 
@@ -59,14 +61,38 @@ STEPS = {
 FORM = {"short": 0, "long": 1, "default": 2}
 
 
-def timed(fn, steps):
+# When the loop reached its second half (set by loop_steps).
+second_half_t = None
+
+
+def loop_steps(n):
+    """range(n) for a loop's steps. Halfway it waits for the GPU and notes the time, so the
+    second half, past the warm-up steps and any JIT, is timed on its own: the steady
+    state a finding's impact is a share of."""
+    global second_half_t
+    for i in range(n):
+        if i == n // 2 and i > 0:
+            torch.cuda.synchronize()
+            second_half_t = time.perf_counter()
+        yield i
+
+
+def timed(fn, steps, cuda_t0):
+    global second_half_t
+    second_half_t = None  # a warm-up in the set-up ran loop_steps too
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     fn(steps)
     torch.cuda.synchronize()
-    loop = time.perf_counter() - t0
+    end = time.perf_counter()
+    loop = end - t0
     print(f"loop_s {loop:.4f}")
     print(f"step_s {loop / steps:.6f}")
+    if second_half_t is not None:
+        print(f"second_half_s {end - second_half_t:.4f}")
+    # From the first CUDA call to the loop's end: what slow-startup's fix shortens, without
+    # the Python imports before it (which vary by a second from one process to the next).
+    print(f"cuda_s {end - cuda_t0:.4f}")
 
 
 def busy_host(seconds):
@@ -81,7 +107,7 @@ def launch_bound(graphed):
     if not graphed:
         def loop(n):
             nonlocal x
-            for _ in range(n):
+            for _ in loop_steps(n):
                 x = x * 1.0001 + 0.1
         loop(100)  # warm-up
         return loop
@@ -100,7 +126,7 @@ def launch_bound(graphed):
             y = y * 1.0001 + 0.1
 
     def loop(n):
-        for _ in range(n // per_graph):
+        for _ in loop_steps(n // per_graph):
             graph.replay()
     return loop
 
@@ -114,7 +140,7 @@ def sync_steps(fixed):
 
     def loop(n):
         total = torch.zeros((), device="cuda") if fixed else 0.0
-        for _ in range(n):
+        for _ in loop_steps(n):
             y = (a @ b).float().abs().mean()
             if fixed:
                 total += y
@@ -136,7 +162,7 @@ def sync_host(fixed):
 
     def loop(n):
         total = torch.zeros((), device="cuda") if fixed else 0.0
-        for _ in range(n):
+        for _ in loop_steps(n):
             y = (a @ b).float().abs().mean()
             y = (a @ b).float().abs().mean() + y
             if fixed:
@@ -158,7 +184,7 @@ def copies(pinned):
 
     def loop(n):
         acc = torch.zeros(4 << 20, device="cuda")
-        for _ in range(n):
+        for _ in loop_steps(n):
             acc += batch.to("cuda", non_blocking=pinned)
             acc[: 1 << 20] *= w
         print(f"acc {acc[:8].sum().item():.3f}")
@@ -170,7 +196,7 @@ def alloc_loop():
     x = torch.randn(1 << 20, device="cuda")
 
     def loop(n):
-        for _ in range(n):
+        for _ in loop_steps(n):
             y = x * 2.0
             z = y + 1.0
             del y, z
@@ -194,14 +220,14 @@ def input_loop(workers):
             ahead = 2 * workers  # batches in flight, so pinned memory stays bounded
             with ThreadPoolExecutor(workers) as pool:
                 pending = deque(pool.submit(load, i) for i in range(ahead))
-                for i in range(steps):
+                for i in loop_steps(steps):
                     x = pending.popleft().result().to("cuda", non_blocking=True)
                     if i + ahead < steps:
                         pending.append(pool.submit(load, i + ahead))
                     for _ in range(32):  # about 1 ms of bf16 2048^3 matmuls
                         x = x @ w
         else:
-            for i in range(steps):
+            for i in loop_steps(steps):
                 x = load(i).to("cuda", non_blocking=True)
                 for _ in range(32):  # about 1 ms of bf16 2048^3 matmuls
                     x = x @ w
@@ -240,7 +266,7 @@ def managed(prefetch):
     stream = cupy.cuda.get_current_stream()
 
     def loop(n):
-        for _ in range(n):
+        for _ in loop_steps(n):
             if prefetch:
                 prefetch_to(mem.ptr, count * 4, 0, stream.ptr)
             d.__iadd__(1.0)
@@ -268,7 +294,7 @@ def small_grid(blocks):
     grid = blocks or n // 256
 
     def loop(steps):
-        for _ in range(steps):
+        for _ in loop_steps(steps):
             kernel((grid,), (256,), (x, cupy.uint64(n)))
         cupy.cuda.get_current_stream().synchronize()
         print(f"x0 {float(x[0]):.4f}")
@@ -302,7 +328,7 @@ def triton_grid(full):
     grid = (n // 1024,) if full else (4,)
 
     def loop(steps):
-        for _ in range(steps):
+        for _ in loop_steps(steps):
             scale[grid](x, n, BLOCK=1024)
         print(f"x0 {x[0].item():.4f}")
     if JIT_IN_SETUP:
@@ -312,7 +338,7 @@ def triton_grid(full):
 
 def one_op():
     def loop(n):
-        for _ in range(n):
+        for _ in loop_steps(n):
             torch.ones(16, device="cuda").add_(1)
     return loop
 
@@ -323,7 +349,7 @@ def healthy_matmul():
     b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
 
     def loop(n):
-        for _ in range(n):
+        for _ in loop_steps(n):
             torch.matmul(a, b)
     return loop
 
@@ -345,7 +371,7 @@ def healthy_graph():
             y = y * 1.0001 + 0.1
 
     def loop(n):
-        for _ in range(n):
+        for _ in loop_steps(n):
             graph.replay()
     return loop
 
@@ -372,7 +398,7 @@ def healthy_pauses(nvtx):
         return torch.cuda.nvtx.range(name) if nvtx else contextlib.nullcontext()
 
     def loop(n):
-        for i in range(n):
+        for i in loop_steps(n):
             if nvtx:
                 torch.cuda.nvtx.range_push("step")
             torch.matmul(a, b)
@@ -395,7 +421,7 @@ def healthy_compile():
 
     def loop(n):
         with torch.no_grad():
-            for _ in range(n):
+            for _ in loop_steps(n):
                 compiled(x)
     return loop
 
@@ -447,7 +473,9 @@ def main():
     JIT_IN_SETUP = args.form == "short"
     key, setup, env = MODES[args.mode]
     os.environ.update(env)
-    timed(setup(), STEPS[key][FORM[args.form]])
+    cuda_t0 = time.perf_counter()
+    torch.cuda.synchronize()  # initialises CUDA: under EAGER, loads every module
+    timed(setup(), STEPS[key][FORM[args.form]], cuda_t0)
 
 
 if __name__ == "__main__":
