@@ -41,7 +41,33 @@ fn stepping_aside_leaves_on_the_kinds_the_program_enabled() {
         out.contains("after registering: kernels 1 copies 0"),
         "{out}"
     );
-    assert!(out.contains("program records 10"), "{out}");
+    // Finalizing CUPTI would have switched the program's kind off.
+    assert!(
+        out.contains("registering found CUPTI finalized: 0"),
+        "{out}"
+    );
+    assert!(out.contains("program records 10 stray calls 0"), "{out}");
+}
+
+#[test]
+fn a_program_subscribing_to_cupti_finds_it_unused() {
+    // Kineto subscribes to CUPTI's callbacks, then registers its activity callbacks:
+    // gpuspy finalizes CUPTI before the subscription, which a finalize after would end.
+    let run = run("cupti", &["subscriber"], FULL);
+    let out = run.stdout();
+    assert!(
+        out.contains("subscribing found CUPTI finalized: 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("registering found CUPTI finalized: 0"),
+        "{out}"
+    );
+    assert!(out.contains("program records 10 stray calls 0"), "{out}");
+    let g = gpu_section(&run);
+    assert_stepped_aside(&g);
+    // Read before the finalize: what gpuspy had stays in its dump.
+    assert_eq!(g["devices"][0]["activity"]["kernels"], 1003);
 }
 
 #[test]
@@ -255,7 +281,12 @@ fn gpuspy_steps_aside_when_the_program_registers_its_own_cupti_client() {
         out.contains("after registering: kernels 0 copies 0"),
         "{out}"
     );
-    assert!(out.contains("program records 10"), "{out}");
+    // CUPTI was finalized first: the program found it as if unused.
+    assert!(
+        out.contains("registering found CUPTI finalized: 1"),
+        "{out}"
+    );
+    assert!(out.contains("program records 10 stray calls 0"), "{out}");
     let g = gpu_section(&run);
     assert_stepped_aside(&g);
     // What gpuspy had before stays in its dump, and nothing after.
@@ -507,6 +538,13 @@ fn with_managed_memory_the_traced_kinds_are_on_one_slot_in_eight() {
     let note = g["cupti"]["note"].as_str().unwrap();
     assert!(note.contains("switched the traced kinds off"), "{note}");
     assert!(!note.contains("detached"), "{note}");
+    // On at the first managed allocation, off 20 ms later, and so on: how long the
+    // longest switch took is told.
+    assert!(
+        note.contains("switched the unified-memory counters ")
+            && note.contains(" times (the longest took "),
+        "{note}"
+    );
     let a = &g["devices"][0]["activity"];
     let factor = a["sampled"]["factor"].as_f64().unwrap();
     assert!(factor > 4.0, "{a}");

@@ -3,7 +3,9 @@
  * registers its own activity callbacks (as torch.profiler does): gpuspy must step aside,
  * keep what it had, switch its kinds off and leave later records to the program; with
  * "profiler-early", the program enables the kernel kind before it registers (as CUPTI's
- * samples do), and that kind must stay on. With "vfork", a vfork child
+ * samples do), and that kind must stay on; with "subscriber", it first subscribes to
+ * CUPTI's callbacks (as Kineto does): gpuspy must have finalized CUPTI before the
+ * subscription goes through, so that the program finds it as if unused. With "vfork", a vfork child
  * ends in _exit (as after a failed exec) and the parent then emits 7 more kernels, which
  * its dump must still hold. With "no-context", the program creates its context some way
  * gpuspy does not hook: its activity must still reach the dump. */
@@ -19,6 +21,9 @@ typedef void (*complete_fn)(void *, unsigned, unsigned char *, size_t, size_t);
 extern int cuptiActivityRegisterCallbacks(request_fn, complete_fn);
 extern int cuDevicePrimaryCtxRetain(void **context, int device);
 extern int cuptiActivityEnable(unsigned kind);
+extern int cuptiSubscribe(void **subscriber, void *callback, void *userdata);
+extern int fakecupti_found_finalized(void);
+extern unsigned long long fakecupti_stray_calls(void);
 extern int cuptiActivityFlushAll(unsigned flag);
 extern int fakecupti_enabled(unsigned kind);
 extern unsigned long long fakecupti_now(void);
@@ -48,7 +53,8 @@ static void program_complete(void *ctx, unsigned stream, unsigned char *buf, siz
 
 int main(int argc, char **argv) {
     int early = argc > 1 && strcmp(argv[1], "profiler-early") == 0;
-    int profiler = early || (argc > 1 && strcmp(argv[1], "profiler") == 0);
+    int subscriber = argc > 1 && strcmp(argv[1], "subscriber") == 0;
+    int profiler = early || subscriber || (argc > 1 && strcmp(argv[1], "profiler") == 0);
     int use_vfork = argc > 1 && strcmp(argv[1], "vfork") == 0;
     int hooked_context = !(argc > 1 && strcmp(argv[1], "no-context") == 0);
     if (cuInit(0)) return 1;
@@ -83,13 +89,19 @@ int main(int argc, char **argv) {
     }
     if (profiler) {
         if (early) cuptiActivityEnable(10);
+        if (subscriber) {
+            void *handle;
+            cuptiSubscribe(&handle, 0, 0);
+            printf("subscribing found CUPTI finalized: %d\n", fakecupti_found_finalized());
+        }
         cuptiActivityRegisterCallbacks(program_request, program_complete);
+        printf("registering found CUPTI finalized: %d\n", fakecupti_found_finalized());
         printf("after registering: kernels %d copies %d\n", fakecupti_enabled(10), fakecupti_enabled(1));
         cuptiActivityEnable(10);
         for (int i = 0; i < 10; i++)
             fakecupti_kernel(0, t + 100 * MS + i * MS, t + 100 * MS + i * MS + 100, 8, "late_kernel");
         cuptiActivityFlushAll(1);
-        printf("program records %zu\n", program_bytes / 112);
+        printf("program records %zu stray calls %llu\n", program_bytes / 112, fakecupti_stray_calls());
     }
     /* Long enough for a few NVML samples at GPUSPY_NVML_MS=50. */
     struct timespec samples = {0, 300 * 1000000};

@@ -92,6 +92,10 @@ static KINDS_ON: AtomicU64 = AtomicU64::new(0);
 static KINDS_OFF: AtomicU64 = AtomicU64::new(0);
 static KINDS_ON_NS: AtomicU64 = AtomicU64::new(0);
 static KINDS_OFF_NS: AtomicU64 = AtomicU64::new(0);
+/// Switches of the unified-memory counters so far, and the longest: one took 2.0 s in
+/// session 7, during which gpuspy's thread switches nothing else.
+static UM_SWITCHES: AtomicU64 = AtomicU64::new(0);
+static UM_SWITCH_MAX_NS: AtomicU64 = AtomicU64::new(0);
 /// The program registered its own CUPTI callbacks (before or after gpuspy started).
 static PROGRAM_CLIENT: AtomicBool = AtomicBool::new(false);
 /// Activity kinds (those below 64) that the program itself enabled: stepping aside leaves
@@ -343,7 +347,10 @@ pub fn switch_unified_memory(on: bool) {
             (api.disable)(KIND_UNIFIED_MEMORY_COUNTER)
         }
     };
-    let at = before / 2 + crate::clock::unix_ns() / 2;
+    let after = crate::clock::unix_ns();
+    let at = before / 2 + after / 2;
+    UM_SWITCHES.fetch_add(1, Relaxed);
+    UM_SWITCH_MAX_NS.fetch_max(after.saturating_sub(before), Relaxed);
     if r == 0 {
         with_aggregator(|agg| agg.unified_memory_switched(on, at));
     }
@@ -648,29 +655,39 @@ pub fn switch_cost_ns() -> u64 {
         + mean_or(&ATTACH_NS, &ATTACHES, ASSUMED_ATTACH_NS)
 }
 
-/// For the dump's note: how often gpuspy switched the traced kinds off (between slots) and
-/// detached CUPTI, and what each switch took on average; None when it never did. Each one
-/// is the time gpuspy's thread spent in CUPTI, which may hold the program's calls too.
+/// For the dump's note: how often gpuspy switched the traced kinds off (between slots),
+/// detached CUPTI and switched the unified-memory counters, and what the switches took;
+/// None when it did none of these. Each is time gpuspy's thread spent in CUPTI, which
+/// may hold the program's calls too.
 pub fn switch_summary() -> Option<String> {
-    let offs = KINDS_OFF.load(Relaxed);
     let ms = |total, n| mean_ns(total, n) as f64 / 1e6;
-    (offs > 0).then(|| {
-        let mut summary = format!(
+    let mut parts = Vec::new();
+    let offs = KINDS_OFF.load(Relaxed);
+    if offs > 0 {
+        parts.push(format!(
             "switched the traced kinds off {offs} times and on {} times ({:.1} and {:.1} ms on average)",
             KINDS_ON.load(Relaxed),
             ms(&KINDS_OFF_NS, &KINDS_OFF),
             ms(&KINDS_ON_NS, &KINDS_ON)
-        );
-        let detaches = DETACHES.load(Relaxed);
-        if detaches > 0 {
-            summary.push_str(&format!(
-                "; detached between recording slots {detaches} times (attaching took {:.1} ms, detaching {:.1} ms on average)",
-                ms(&ATTACH_NS, &ATTACHES),
-                ms(&DETACH_NS, &DETACHES)
-            ));
-        }
-        summary
-    })
+        ));
+    }
+    let detaches = DETACHES.load(Relaxed);
+    if detaches > 0 {
+        parts.push(format!(
+            "detached between recording slots {detaches} times (attaching took {:.1} ms, detaching {:.1} ms on average)",
+            ms(&ATTACH_NS, &ATTACHES),
+            ms(&DETACH_NS, &DETACHES)
+        ));
+    }
+    // Switched on once only, the counters are on for good (`GPUSPY_CUPTI=full`).
+    let um = UM_SWITCHES.load(Relaxed);
+    if um > 1 {
+        parts.push(format!(
+            "switched the unified-memory counters {um} times (the longest took {:.1} ms)",
+            UM_SWITCH_MAX_NS.load(Relaxed) as f64 / 1e6
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// Reads every record of a completed buffer into the aggregator.
@@ -826,14 +843,18 @@ static STARTING: Mutex<()> = Mutex::new(());
 
 /// Steps aside for the program's own client, leaving CUPTI as the client would find it
 /// without gpuspy: gpuspy's kinds switched off, except those the program enabled itself,
-/// then our buffers flushed back to us (so that its completion callback never sees a
-/// buffer it did not allocate). With the unified-memory and OVERHEAD kinds left on,
-/// PyTorch's first cuBLAS call under torch.profiler hung on the H200. With the traced kinds
-/// left on and flushed before they were off, a torch.profiler started mid-run recorded no
-/// kernel once, and failed an internal assert at its stop once (`inserted.second`,
-/// profiler/collection.cpp), in 2 of 4 runs after they stayed on between slots
-/// (bench/results/gpu-2026-12-01-session10-check): records made after the flush went into
-/// a buffer of ours, which CUPTI then completed to the program's callback.
+/// our buffers flushed back to us and read (so that its completion callback never sees a
+/// buffer it did not allocate), then CUPTI finalized, so that the program's call
+/// initialises it afresh, as in a process where nothing used it before. Not finalized
+/// where the program enabled kinds of its own (they would go) or used CUDA graphs
+/// (`keep_attached`).
+///
+/// With the unified-memory and OVERHEAD kinds left on, PyTorch's first cuBLAS call under
+/// torch.profiler hung on the H200. With only the kinds switched off and our buffers
+/// flushed, a torch.profiler started mid-run failed an internal assert at its stop
+/// (`inserted.second`, profiler/collection.cpp: two CPU-side records with one correlation
+/// id) in 1 of 4 runs, and in 2 of 4 before the kinds went off first
+/// (bench/results/gpu-2026-12-01-session11-phases, -session10-check).
 fn step_aside() {
     let _after_start = STARTING.lock();
     // A flush of ours still in flight would deliver our buffers to the program's callback.
@@ -850,6 +871,13 @@ fn step_aside() {
                 (api.disable)(kind);
             }
             (api.flush_all)(FLUSH_FORCED);
+        }
+        if programs == 0 && may_detach() {
+            // Read while CUPTI is attached: reading a record would attach it again.
+            drain(api, |_| {});
+            // SAFETY: as above; our buffers are all back and read.
+            unsafe { (api.finalize)() };
+            UM_CONFIGURED.store(false, Release);
         }
         YIELDED_AT.store(crate::clock::unix_ns(), Relaxed);
     } else if DETACHED.swap(false, AcqRel) {
@@ -874,6 +902,28 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     type Real = unsafe extern "C" fn(Option<RequestFn>, Option<CompleteFn>) -> CuptiResult;
     // SAFETY: libcupti's function of this name and signature.
     unsafe { std::mem::transmute::<*mut c_void, Real>(real)(request, complete) }
+}
+
+/// The program subscribing to CUPTI's callbacks (Kineto does so before it registers its
+/// activity callbacks): gpuspy steps aside first, as for a registration, since finalizing
+/// CUPTI after it would end the program's subscription.
+///
+/// # Safety
+/// Same contract as `cuptiSubscribe`.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiSubscribe(
+    subscriber: *mut c_void,
+    callback: *mut c_void,
+    userdata: *mut c_void,
+) -> CuptiResult {
+    PROGRAM_CLIENT.store(true, Release);
+    step_aside();
+    let Some(real) = real(c"cuptiSubscribe") else {
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    };
+    type Real = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> CuptiResult;
+    // SAFETY: libcupti's function of this name and signature.
+    unsafe { std::mem::transmute::<*mut c_void, Real>(real)(subscriber, callback, userdata) }
 }
 
 /// The program enabling an activity kind: noted, so that stepping aside leaves it on, then
@@ -918,6 +968,7 @@ pub fn dlsym_wrapper(found: *mut c_void, name: &CStr) -> *mut c_void {
         b"cuptiActivityRegisterCallbacks" => cuptiActivityRegisterCallbacks as *mut c_void,
         b"cuptiFinalize" => cuptiFinalize as *mut c_void,
         b"cuptiActivityEnable" => cuptiActivityEnable as *mut c_void,
+        b"cuptiSubscribe" => cuptiSubscribe as *mut c_void,
         _ => found,
     }
 }

@@ -67,7 +67,7 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     request: Option<Request>,
     complete: Option<Complete>,
 ) -> u32 {
-    FINALIZED.store(false, Release);
+    attach();
     REQUEST.store(
         request.map_or(std::ptr::null_mut(), |f| f as *mut c_void),
         Release,
@@ -218,6 +218,29 @@ pub unsafe extern "C" fn cuptiFinalize() -> u32 {
     UM_CONFIGURED.store(false, Release);
     CURRENT.lock().unwrap().take();
     0
+}
+
+/// A subscriber to the callback API: attaches CUPTI again, as registering does.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiSubscribe(
+    _subscriber: *mut c_void,
+    _callback: *mut c_void,
+    _userdata: *mut c_void,
+) -> u32 {
+    attach();
+    0
+}
+
+/// Whether the last registration or subscription found CUPTI finalized.
+static FOUND_FINALIZED: AtomicBool = AtomicBool::new(false);
+
+fn attach() {
+    FOUND_FINALIZED.store(FINALIZED.swap(false, AcqRel), Release);
+}
+
+#[no_mangle]
+pub extern "C" fn fakecupti_found_finalized() -> i32 {
+    FOUND_FINALIZED.load(Acquire) as i32
 }
 
 /// CUPTI calls made while it was finalized, other than registering callbacks.
