@@ -365,7 +365,7 @@ impl Aggregator {
             self.launches_given_up = self.launches_given_up.max(n);
             self.recorded_launches.pop_front();
         }
-        let accounted = self.kernel_records.max(self.launches_given_up);
+        let accounted = self.accounted_launches();
         if accounted >= recorded {
             return horizon;
         }
@@ -376,6 +376,19 @@ impl Aggregator {
             .find(|&&(_, n)| n <= accounted)
             .map_or(oldest, |&(t, _)| t);
         horizon.min(waiting_since.max(oldest))
+    }
+
+    /// Launches made while recording whose kernel record came (timed or not) or was given up.
+    fn accounted_launches(&self) -> u64 {
+        self.kernel_records.max(self.launches_given_up)
+    }
+
+    /// Of the host's `launches` so far, those made while recording whose kernel record has
+    /// not come: kernels still queued or running, as `cuptiActivityFlushAll(0)` returns a
+    /// buffer once all its records are complete.
+    pub fn awaited_records(&self, launches: u64) -> u64 {
+        self.launches_while_recording(launches)
+            .saturating_sub(self.accounted_launches())
     }
 
     /// Kernel, copy and memset records received that started in the slot now on (or last),
@@ -2310,6 +2323,7 @@ mod accounting {
         }
         let now = T0 + 1_000 * MS;
         assert_eq!(agg.held_horizon(now - 500 * MS, now, 10), T0 + 500 * MS);
+        assert_eq!(agg.awaited_records(10), 6);
         // Never more than MAX_HOLD_NS behind...
         let late = T0 + 500 * MS + MAX_HOLD_NS + 100 * MS;
         assert_eq!(
@@ -2323,6 +2337,7 @@ mod accounting {
             agg.held_horizon(later - 500 * MS, later, 10),
             later - 500 * MS
         );
+        assert_eq!(agg.awaited_records(10), 0);
         // Records outnumbering launches (a CUDA graph) hold nothing.
         let mut agg = Aggregator::new(T0, T0, 0, false, 0);
         for k in 0..20 {

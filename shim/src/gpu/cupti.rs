@@ -413,6 +413,15 @@ pub fn next_slot(at: u64) {
     with_aggregator(|agg| agg.next_slot(at, launches));
 }
 
+/// Kernel records awaited: of the launches made while recording, those whose record has
+/// not come (kernels still queued or running).
+pub fn awaited_records() -> u64 {
+    let launches = crate::timeline::launches_so_far();
+    let mut awaited = 0;
+    with_aggregator(|agg| awaited = agg.awaited_records(launches));
+    awaited
+}
+
 /// Kernel, copy and memset records of the duty cycle's slot now on (or last), and the
 /// host's kernel launches since it began.
 pub fn this_slot() -> (u64, u64) {

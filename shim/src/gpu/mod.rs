@@ -309,7 +309,14 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // Off for a while, CUPTI is detached: attached, it costs every launch
                     // (`cupti::detach`). The unified-memory counters' cycle keeps it attached:
                     // configured again after a detach, they recorded no fault on the H200.
-                    let detachable = duty.unified_memory.is_none() && cupti::may_detach();
+                    // So do kernels still queued from the slot: a detach flushes their
+                    // records back untimed and waits for them. A Triton loop with ~4 s of
+                    // 2.3 ms kernels queued had a detach take 1.7 s, one of its launches
+                    // blocked 1.6 s behind it, and 1,811 records untimed: its busy time read
+                    // 0.6 % (bench/results/gpu-2026-12-01-session11-phases, round 2).
+                    let detachable = duty.unified_memory.is_none()
+                        && cupti::may_detach()
+                        && cupti::awaited_records() <= sampling::AWAITED_RECORDS_TO_DETACH;
                     traced.switching_costs(detachable.then(cupti::switch_cost_ns));
                     let (records, launches) = cupti::this_slot();
                     let next = traced.slot_ended(clock::unix_ns(), records.max(launches), launches);

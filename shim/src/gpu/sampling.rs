@@ -49,6 +49,11 @@ const MANAGED_COST_PPM: u64 = 54_000;
 /// So the kinds are on one slot in this many once the program has managed memory: 8.
 pub const MANAGED_CYCLE: u64 = MANAGED_COST_PPM.div_ceil(BUDGET_PPM);
 
+/// Kernel records still awaited at a slot's end, at most, for CUPTI to be detached: the
+/// last launches of a launch-bound loop, and one at each switch's edge, whose kernel
+/// starts after the kinds are off; not a queue of long kernels (`gpu::sleep_until`).
+pub const AWAITED_RECORDS_TO_DETACH: u64 = 64;
+
 /// What an attached CUPTI costs each launch once a traced kind has been on, whether the
 /// kinds are on or off: ~0.7 µs on the H200 (bench/results/gpu-2026-11-30-session8-probe).
 const ATTACHED_COST_PER_LAUNCH_NS: u64 = 700;
