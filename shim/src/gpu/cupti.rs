@@ -862,8 +862,9 @@ static STARTING: Mutex<()> = Mutex::new(());
 /// torch.profiler hung on the H200. With only the kinds switched off and our buffers
 /// flushed, a torch.profiler started mid-run failed an internal assert at its stop
 /// (`inserted.second`, profiler/collection.cpp: two CPU-side records with one correlation
-/// id) in 1 of 4 runs, and in 2 of 4 before the kinds went off first
-/// (bench/results/gpu-2026-12-01-session11-phases, -session10-check).
+/// id) in 2 of 14 runs, and in 2 of 4 before the kinds went off first; finalized, 0 of 18
+/// (bench/results/gpu-2026-12-01-session11-step-aside, -session11-phases-3,
+/// -session10-check).
 fn step_aside() {
     let _after_start = STARTING.lock();
     // A flush of ours still in flight would deliver our buffers to the program's callback.
