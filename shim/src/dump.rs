@@ -140,7 +140,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         copies,
         unwrapped_symbols: unwrapped::names(),
         nccl: crate::nccl::snapshot(),
-        gpu: crate::gpu::snapshot(launches, table.last_launch_unix_ns(launches)),
+        gpu: crate::gpu::snapshot(launches, table.launch_span_unix_ns(launches)),
         timeline: None,
         call_sites: crate::pystack::snapshot(),
         hangs: crate::watchdog::hangs(),

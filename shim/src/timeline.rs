@@ -365,16 +365,19 @@ pub fn launches_so_far() -> u64 {
 }
 
 impl Table {
-    /// About when the last of a dump's `launches` was made: at the last filing if some
-    /// came after it, else at the end of the last window that filed one (0: none filed).
-    pub fn last_launch_unix_ns(&self, launches: u64) -> u64 {
-        if launches > self.filed.launches {
-            return self.filed_at;
-        }
-        let last = self.host.launches.iter().rposition(|&n| n > 0);
-        last.map_or(0, |i| {
-            (self.origin + (i as u64 + 1) * self.window_ns).min(self.filed_at)
-        })
+    /// About when the first and the last of a dump's `launches` were made: the start of the
+    /// first window that filed one, and the end of the last (at the last filing if some
+    /// came after it); 0 where none was filed.
+    pub fn launch_span_unix_ns(&self, launches: u64) -> (u64, u64) {
+        let window_start = |i: usize| self.origin + i as u64 * self.window_ns;
+        let first = self.host.launches.iter().position(|&n| n > 0);
+        let last = if launches > self.filed.launches {
+            self.filed_at
+        } else {
+            let last = self.host.launches.iter().rposition(|&n| n > 0);
+            last.map_or(0, |i| window_start(i + 1).min(self.filed_at))
+        };
+        (first.map_or(last, window_start), last)
     }
 }
 
@@ -561,21 +564,25 @@ mod tests {
     }
 
     #[test]
-    fn the_last_launch_is_placed_in_its_window_or_after_the_last_filing() {
+    fn the_first_and_last_launches_are_placed_in_their_windows_or_after_the_last_filing() {
         let mut t = table();
         let w = FIRST_WINDOW_NS;
         let launches = |n| Totals {
             launches: n,
             ..Totals::default()
         };
-        assert_eq!(t.last_launch_unix_ns(0), 0);
+        assert_eq!(t.launch_span_unix_ns(0), (0, 0));
         // Launches filed in window 2 (the interval's middle), none in windows 3-4.
         t.file(1_000 + w, launches(0));
         t.file(1_000 + 3 * w, launches(5));
         t.file(1_000 + 5 * w, launches(5));
-        assert_eq!(t.last_launch_unix_ns(5), 1_000 + 3 * w);
+        assert_eq!(t.launch_span_unix_ns(5), (1_000 + 2 * w, 1_000 + 3 * w));
         // One more made since the last filing: then.
-        assert_eq!(t.last_launch_unix_ns(6), 1_000 + 5 * w);
+        assert_eq!(t.launch_span_unix_ns(6), (1_000 + 2 * w, 1_000 + 5 * w));
+        // None filed yet: the first is the last.
+        let mut t = table();
+        t.file(1_000 + w, launches(0));
+        assert_eq!(t.launch_span_unix_ns(1), (1_000 + w, 1_000 + w));
     }
 
     #[test]

@@ -239,8 +239,9 @@ pub struct Aggregator {
     launches_recorded: u64,
     /// Kernel records received, timed or not.
     kernel_records: u64,
-    /// The opening and close (`u64::MAX` while open) of the last period in which a record
-    /// started, kept when the period leaves `periods`.
+    /// The opening and close (`u64::MAX` while open) of the first and of the last period in
+    /// which a record started, kept when the period leaves `periods`.
+    first_active: Option<(u64, u64)>,
     last_active: Option<(u64, u64)>,
     /// The host's launches made while recording, as of each settle of the last
     /// `MAX_HOLD_NS`: (Unix ns, launches).
@@ -297,8 +298,10 @@ impl Aggregator {
         if let Some(p) = self.periods.back_mut().filter(|p| p.off == u64::MAX) {
             p.off = at.max(p.on);
             self.launches_recorded += launches.saturating_sub(p.launches_on);
-            if let Some(active) = self.last_active.as_mut().filter(|a| a.0 == p.on) {
-                active.1 = p.off;
+            for active in [&mut self.first_active, &mut self.last_active] {
+                if let Some(a) = active.as_mut().filter(|a| a.0 == p.on) {
+                    a.1 = p.off;
+                }
             }
         }
     }
@@ -416,8 +419,13 @@ impl Aggregator {
             self.slot_records += 1;
         }
         let period = self.periods.iter().rev().find(|p| p.on <= start);
-        if let Some(p) = period.filter(|p| self.last_active.is_none_or(|(on, _)| p.on >= on)) {
-            self.last_active = Some((p.on, p.off));
+        if let Some(p) = period {
+            if self.first_active.is_none_or(|(on, _)| p.on < on) {
+                self.first_active = Some((p.on, p.off));
+            }
+            if self.last_active.is_none_or(|(on, _)| p.on >= on) {
+                self.last_active = Some((p.on, p.off));
+            }
         }
     }
 
@@ -629,24 +637,35 @@ impl Aggregator {
     /// Per-device activity as of now, every interval received so far included. Does not
     /// disturb the running state, so it serves periodic dumps too. `launches`: the host's
     /// kernel launches so far, by which sampled kernel statistics are extrapolated;
-    /// `last_launch_unix_ns`: about when the host launched its last kernel.
+    /// `(first_launch, last_launch)`: about when the host launched its first and its last
+    /// kernel (Unix ns).
     ///
     /// Sampled, where the host launched after the last period with any record closed, a
     /// device that worked in that period is taken to work until the last launch: its
-    /// activity's span ends there, not at the last record. Its extrapolated busy time is
+    /// activity's span ends there, not at the last record. Likewise where the host
+    /// launched before the first period with a record opened, a device that worked in that
+    /// period is taken to work from the first launch: a managed-memory loop recorded one
+    /// slot in 8 had its first record 3.2 s into its 3.3 s loop, and busy read 1,096 % of
+    /// the 103 ms left (bench/results/gpu-2026-12-01-session11-phases-1, long). Its extrapolated busy time is
     /// over the whole run, and over the records' span the H200's launch-bound loop read
     /// busy 79 % of the time, against 11 % recorded in full
     /// (bench/results/gpu-2026-11-30-session9-default, truth.sh step 2). The last period
     /// with a record, not the last period: a loop of 35 ms kernels, 10 a second, launched
     /// none in most 20 ms slots, and its span ended 2 s before the loop did
     /// (bench/results/gpu-2026-12-01-session10-final, um-fault-heavy long).
-    pub fn devices(&self, launches: u64, last_launch_unix_ns: u64) -> Vec<(u32, Activity)> {
+    pub fn devices(&self, launches: u64, launch_span: (u64, u64)) -> Vec<(u32, Activity)> {
+        let (first_launch, last_launch) = launch_span;
         let kernel_factor = self.kernel_factor(launches);
         // Where the last launch came inside it (or none closed), the records tell.
         let last_opened = self
             .last_active
-            .filter(|&(_, off)| off < last_launch_unix_ns)
+            .filter(|&(_, off)| off < last_launch)
             .map_or(u64::MAX, |(on, _)| on);
+        // Where the first launch came inside it, or none was filed, likewise.
+        let first_closed = self
+            .first_active
+            .filter(|&(on, _)| first_launch > 0 && first_launch < on)
+            .map_or(0, |(_, off)| off);
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
@@ -654,7 +673,10 @@ impl Aggregator {
                 let sampling = self.sampled.then(|| d.sampled(kernel_factor));
                 let mut a = d.snapshot(self.since_unix_ns, sampling);
                 if self.sampled && d.last >= last_opened {
-                    a.last_unix_ns = a.last_unix_ns.max(last_launch_unix_ns);
+                    a.last_unix_ns = a.last_unix_ns.max(last_launch);
+                }
+                if self.sampled && d.first < first_closed {
+                    a.first_unix_ns = a.first_unix_ns.min(first_launch);
                 }
                 (ordinal, a)
             })
@@ -1498,7 +1520,7 @@ mod tests {
         // The 20 recorded kernels were 20 of the loop's 900 launches: they stand for all
         // 900 (one in 45 was recorded), not for 20 times covered over recorded time.
         let agg = two_periods((400, 420));
-        let a = agg.devices(900, 0).remove(0).1;
+        let a = agg.devices(900, (0, 0)).remove(0).1;
         let sampled = a.sampled.unwrap();
         assert_eq!(sampled.kernel_factor, Some(45.0));
         assert_eq!((a.kernels, a.kernel_ns), (900, 900 * 50 * US));
@@ -1507,7 +1529,7 @@ mod tests {
         // counted while recording.
         assert_eq!(sampled.observed_ns, 12 * MS);
         assert_eq!(sampled.covered_ns, 52 * MS);
-        let a = two_periods((420, 420)).devices(900, 0).remove(0).1;
+        let a = two_periods((420, 420)).devices(900, (0, 0)).remove(0).1;
         assert_eq!((a.sampled.unwrap().kernel_factor, a.kernels), (None, 87));
     }
 
@@ -1516,7 +1538,7 @@ mod tests {
         let mut agg = two_periods((400, 420));
         agg.period_on(T0 + 90 * MS, 880);
         // 20 + 20 of 900 launches made while recording.
-        let sampled = agg.devices(900, 0).remove(0).1.sampled.unwrap();
+        let sampled = agg.devices(900, (0, 0)).remove(0).1.sampled.unwrap();
         assert_eq!(sampled.kernel_factor, Some(22.5));
     }
 
@@ -1524,7 +1546,7 @@ mod tests {
     fn sampled_a_device_busy_in_the_last_period_works_until_the_last_launch() {
         // Its last record ended at 52 ms, in the last period; the host launched until 100 ms.
         let a = two_periods((400, 420))
-            .devices(900, T0 + 100 * MS)
+            .devices(900, (0, T0 + 100 * MS))
             .remove(0)
             .1;
         assert_eq!(a.last_unix_ns, T0 + 100 * MS);
@@ -1532,7 +1554,7 @@ mod tests {
         // period is settled and gone from the list.
         let mut agg = two_periods((400, 420));
         agg.period_on(T0 + 90 * MS, 880);
-        let a = agg.devices(900, T0 + 100 * MS).remove(0).1;
+        let a = agg.devices(900, (0, T0 + 100 * MS)).remove(0).1;
         assert_eq!(a.last_unix_ns, T0 + 100 * MS);
         let mut settled = two_periods((400, 420));
         for on in [90, 200, 300] {
@@ -1541,7 +1563,7 @@ mod tests {
         }
         settled.settle(T0 + 350 * MS, T0 + 350 * MS, &mut no_events);
         assert!(settled.periods.front().unwrap().on > T0 + 52 * MS);
-        let a = settled.devices(900, T0 + 400 * MS).remove(0).1;
+        let a = settled.devices(900, (0, T0 + 400 * MS)).remove(0).1;
         assert_eq!(a.last_unix_ns, T0 + 400 * MS);
         // Another device worked in a later period: this one had stopped.
         let device_1 = |start, end| Record::Kernel {
@@ -1553,7 +1575,7 @@ mod tests {
         };
         agg.add(device_1(T0 + 91 * MS, T0 + 92 * MS));
         agg.period_off(T0 + 95 * MS, 890);
-        let devices = agg.devices(900, T0 + 100 * MS);
+        let devices = agg.devices(900, (0, T0 + 100 * MS));
         let stopped = T0 + 50 * MS + 19 * 100 * US + 50 * US;
         assert_eq!(devices[0].1.last_unix_ns, stopped);
         assert_eq!(devices[1].1.last_unix_ns, T0 + 100 * MS);
@@ -1563,16 +1585,57 @@ mod tests {
         agg.add(kernel(0, MS));
         agg.add(device_1(T0 + 9_900 * MS, T0 + 9_950 * MS));
         agg.period_off(T0 + 10_000 * MS, 1_000);
-        let devices = agg.devices(1_000, T0 + 9_960 * MS);
+        let devices = agg.devices(1_000, (0, T0 + 9_960 * MS));
         assert_eq!(devices[0].1.last_unix_ns, T0 + MS);
         assert_eq!(devices[1].1.last_unix_ns, T0 + 9_950 * MS);
         // Recorded whole, the records tell.
         let mut agg = full();
         agg.add(kernel(0, 40));
         assert_eq!(
-            agg.devices(1, T0 + 100 * MS).remove(0).1.last_unix_ns,
+            agg.devices(1, (0, T0 + 100 * MS)).remove(0).1.last_unix_ns,
             T0 + 40
         );
+    }
+
+    #[test]
+    fn sampled_a_device_busy_in_the_first_period_with_records_works_from_the_first_launch() {
+        // Its first record started at 50 ms, in the second period; the host launched from
+        // 20 ms, while nothing was recorded.
+        let a = two_periods((400, 420))
+            .devices(900, (T0 + 20 * MS, T0 + 100 * MS))
+            .remove(0)
+            .1;
+        assert_eq!(
+            (a.first_unix_ns, a.last_unix_ns),
+            (T0 + 20 * MS, T0 + 100 * MS)
+        );
+        // The first launch inside that period (or none filed): the records tell.
+        for first_launch in [T0 + 51 * MS, 0] {
+            let a = two_periods((400, 420))
+                .devices(900, (first_launch, T0 + 100 * MS))
+                .remove(0)
+                .1;
+            assert_eq!(a.first_unix_ns, T0 + 50 * MS);
+        }
+        // A device that began in a later period had not started.
+        let mut agg = two_periods((400, 420));
+        agg.period_on(T0 + 90 * MS, 880);
+        agg.add(Record::Kernel {
+            device: 1,
+            start: T0 + 91 * MS,
+            end: T0 + 92 * MS,
+            name: None,
+            blocks: 1,
+        });
+        agg.period_off(T0 + 95 * MS, 890);
+        let devices = agg.devices(900, (T0 + 20 * MS, T0 + 100 * MS));
+        assert_eq!(devices[0].1.first_unix_ns, T0 + 20 * MS);
+        assert_eq!(devices[1].1.first_unix_ns, T0 + 91 * MS);
+        // Recorded whole, the records tell.
+        let mut agg = full();
+        agg.add(kernel(30 * MS, 31 * MS));
+        let a = agg.devices(1, (T0 + 10 * MS, T0 + 100 * MS)).remove(0).1;
+        assert_eq!(a.first_unix_ns, T0 + 30 * MS);
     }
 
     fn full() -> Aggregator {
@@ -1584,7 +1647,7 @@ mod tests {
     }
 
     fn only(agg: &Aggregator) -> Activity {
-        let mut devices = agg.devices(0, 0);
+        let mut devices = agg.devices(0, (0, 0));
         assert_eq!(devices.len(), 1);
         devices.remove(0).1
     }
@@ -2240,7 +2303,7 @@ mod accounting {
         assert_eq!(busy[9..], [10 * US, 500 * US, MS]);
         let (_, w) = agg.windows(T0);
         assert_eq!(w[0].transfer_ns[..2], [500 * US, 0]);
-        let a = agg.devices(0, 0).remove(0).1;
+        let a = agg.devices(0, (0, 0)).remove(0).1;
         let sampled = a.sampled.unwrap();
         assert_eq!(sampled.observed_ns, 20 * MS + 510 * US + 10 * MS);
     }
@@ -2276,7 +2339,7 @@ mod accounting {
         assert_eq!(observed, [10 * MS, 10 * MS]);
         assert_eq!(busy, [MS, 2 * MS]);
         assert_eq!(idle, [9 * MS, 8 * MS]);
-        let a = agg.devices(0, 0).remove(0).1;
+        let a = agg.devices(0, (0, 0)).remove(0).1;
         assert_eq!((a.late_records, a.late_ns), (1, 5 * MS));
         assert_eq!(a.busy_ns, 3 * MS);
     }
@@ -2308,7 +2371,7 @@ mod accounting {
         assert_eq!(horizons[18], margin);
         agg.period_off(T0 + 1_900 * MS, 1_000);
         agg.settle(u64::MAX, T0 + 1_900 * MS, &mut no_events);
-        let a = agg.devices(0, 0).remove(0).1;
+        let a = agg.devices(0, (0, 0)).remove(0).1;
         assert_eq!((a.late_records, a.busy_ns), (0, 1_800 * MS));
     }
 

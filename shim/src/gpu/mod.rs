@@ -524,15 +524,15 @@ fn sample(nvml: &Nvml, devices: &mut BTreeMap<u32, Sampled>, pid: u32, with_proc
 
 /// The GPU section of a dump; None when collection never started in this process.
 /// `launches`: the host's kernel launches, by which sampled kernel statistics are
-/// extrapolated; `last_launch_unix_ns`: about when the last of them was made.
-pub fn snapshot(launches: u64, last_launch_unix_ns: u64) -> Option<Gpu> {
+/// extrapolated; `launch_span`: about when the first and the last of them were made.
+pub fn snapshot(launches: u64, launch_span: (u64, u64)) -> Option<Gpu> {
     if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
         return None;
     }
     let (activity, unified_memory, cupti_overhead) = match cupti::AGGREGATOR.lock() {
         Ok(guard) => match guard.as_ref() {
             Some(agg) => (
-                agg.devices(launches, last_launch_unix_ns),
+                agg.devices(launches, launch_span),
                 agg.unified_memory(clock::unix_ns()),
                 agg.overhead(),
             ),
