@@ -642,17 +642,18 @@ impl Aggregator {
     ///
     /// Sampled, where the host launched after the last period with any record closed, a
     /// device that worked in that period is taken to work until the last launch: its
-    /// activity's span ends there, not at the last record. Likewise where the host
-    /// launched before the first period with a record opened, a device that worked in that
-    /// period is taken to work from the first launch: a managed-memory loop recorded one
-    /// slot in 8 had its first record 3.2 s into its 3.3 s loop, and busy read 1,096 % of
-    /// the 103 ms left (bench/results/gpu-2026-12-01-session11-phases-1, long). Its extrapolated busy time is
+    /// activity's span ends there, not at the last record. Its extrapolated busy time is
     /// over the whole run, and over the records' span the H200's launch-bound loop read
     /// busy 79 % of the time, against 11 % recorded in full
     /// (bench/results/gpu-2026-11-30-session9-default, truth.sh step 2). The last period
     /// with a record, not the last period: a loop of 35 ms kernels, 10 a second, launched
     /// none in most 20 ms slots, and its span ended 2 s before the loop did
     /// (bench/results/gpu-2026-12-01-session10-final, um-fault-heavy long).
+    ///
+    /// Likewise where the host launched before the first period with a record opened, a
+    /// device that worked in that period is taken to work from the first launch: the same
+    /// loop's first record once came 3.2 s into its 3.3 s loop, and busy read 1,096 % of
+    /// the 103 ms left (bench/results/gpu-2026-12-01-session11-phases-1, long).
     pub fn devices(&self, launches: u64, launch_span: (u64, u64)) -> Vec<(u32, Activity)> {
         let (first_launch, last_launch) = launch_span;
         let kernel_factor = self.kernel_factor(launches);
