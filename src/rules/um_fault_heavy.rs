@@ -30,7 +30,10 @@ went with 1.8 s of such gaps): with a timeline's GPU side, the steady state's id
 opened with the host working, over the steady device time (`input-starved` leaves it to
 this rule); with a steady state but no GPU side (sampled, a loop of a few long kernels
 can launch none while recording), at most its time outside the driver; else the idle
-gaps of 1 ms or more, over the working span.
+gaps of 1 ms or more, over the working span. Read it as an upper bound: on the H200's
+staged CuPy loop (256 MiB touched by the GPU and the host each step) it predicted 60-68 %
+of the steady state where prefetching saved 36-50 %, as the fixed loop still moves its
+pages, in bulk, and touches them (bench/results/calib-2026-12-01-session11.txt).
 
 Fix: prefetch managed memory to where it is used next (`cudaMemPrefetchAsync`), give
 placement hints (`cudaMemAdvise` with `SetPreferredLocation`/`SetReadMostly`), or use
