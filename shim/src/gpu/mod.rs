@@ -280,7 +280,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
             duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
             cupti::switch_unified_memory(true);
             if let Some(traced) = duty.traced.as_mut() {
-                traced.managed_memory();
+                traced.managed_memory(unix);
             }
         }
         let mut wake = deadline;

@@ -186,14 +186,19 @@ impl DutyCycle {
         }
     }
 
-    /// The program has managed memory: from now on the slots of `base_on_ns` come one in
-    /// `MANAGED_CYCLE`, whatever their records.
-    pub fn managed_memory(&mut self) {
+    /// The program has managed memory (found at `now`): from now on the slots of
+    /// `base_on_ns` come one in `MANAGED_CYCLE`, whatever their records. The slot on is cut
+    /// to that length, and time off to that cycle's: a start-up's slot over budget could
+    /// have put the next one up to `MAX_CYCLE` slots (2.5 s) away.
+    pub fn managed_memory(&mut self, now: u64) {
         self.fixed_cycle = Some(MANAGED_CYCLE);
         self.on_ns = self.base_on_ns;
-        if self.on {
-            self.next_at = self.next_at.min(self.on_since + self.base_on_ns);
-        }
+        self.next_at = if self.on {
+            self.next_at.min(self.on_since + self.base_on_ns)
+        } else {
+            self.next_at
+                .min(now + (MANAGED_CYCLE - 1) * self.base_on_ns)
+        };
     }
 
     pub fn is_on(&self) -> bool {
@@ -345,7 +350,7 @@ mod tests {
         d.turned_on(ON_NS);
         assert_eq!(d.next_at(), 3 * ON_NS);
         // The slot on, 40 ms long, is cut to 20.
-        d.managed_memory();
+        d.managed_memory(ON_NS + ON_NS / 4);
         assert_eq!(d.next_at(), 2 * ON_NS);
         assert!(!d.ends_now(ON_NS + ON_NS / 2, 0));
         assert!(d.ends_now(2 * ON_NS, 1));
@@ -354,6 +359,18 @@ mod tests {
         assert_eq!(d.next_at(), 2 * ON_NS + 7 * ON_NS);
         d.turned_on(d.next_at());
         assert_eq!(d.next_at() - d.on_since, ON_NS);
+        // Found while off for 128 slots (a start-up slot over budget): off no longer than
+        // a managed cycle's 7 slots from then.
+        let mut d = DutyCycle::adaptive(0);
+        assert_eq!(d.slot_ended(ON_NS, 10_000, 0).slots, MAX_CYCLE);
+        assert_eq!(d.next_at(), ON_NS + 127 * ON_NS);
+        d.managed_memory(2 * ON_NS);
+        assert_eq!(d.next_at(), 2 * ON_NS + 7 * ON_NS);
+        // Found just before the slot comes: it still comes then.
+        let mut d = DutyCycle::adaptive(0);
+        d.slot_ended(ON_NS, 10_000, 0);
+        d.managed_memory(127 * ON_NS);
+        assert_eq!(d.next_at(), 128 * ON_NS);
     }
 
     #[test]
