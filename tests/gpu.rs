@@ -33,37 +33,42 @@ fn without_nvml_and_cupti_the_dump_says_why() {
     assert_eq!(count(&run.report(), "cuLaunchKernel"), 1000);
 }
 
+/// The `cupti` program in `mode` (a CUPTI client of its own) under full capture: it
+/// printed each of `lines`, and got every record emitted after it registered, with no
+/// CUPTI call of gpuspy's in between.
+fn program_client(mode: &str, lines: &[&str]) -> Run {
+    let run = run("cupti", &[mode], FULL);
+    let out = run.stdout();
+    for line in lines {
+        assert!(out.contains(line), "{line:?} not in {out}");
+    }
+    assert!(out.contains("program records 10 stray calls 0"), "{out}");
+    run
+}
+
 #[test]
 fn stepping_aside_leaves_on_the_kinds_the_program_enabled() {
-    let run = run("cupti", &["profiler-early"], FULL);
-    let out = run.stdout();
-    assert!(
-        out.contains("after registering: kernels 1 copies 0"),
-        "{out}"
-    );
     // Finalizing CUPTI would have switched the program's kind off.
-    assert!(
-        out.contains("registering found CUPTI finalized: 0"),
-        "{out}"
+    program_client(
+        "profiler-early",
+        &[
+            "after registering: kernels 1 copies 0",
+            "registering found CUPTI finalized: 0",
+        ],
     );
-    assert!(out.contains("program records 10 stray calls 0"), "{out}");
 }
 
 #[test]
 fn a_program_subscribing_to_cupti_finds_it_unused() {
     // Kineto subscribes to CUPTI's callbacks, then registers its activity callbacks:
     // gpuspy finalizes CUPTI before the subscription, which a finalize after would end.
-    let run = run("cupti", &["subscriber"], FULL);
-    let out = run.stdout();
-    assert!(
-        out.contains("subscribing found CUPTI finalized: 1"),
-        "{out}"
+    let run = program_client(
+        "subscriber",
+        &[
+            "subscribing found CUPTI finalized: 1",
+            "registering found CUPTI finalized: 0",
+        ],
     );
-    assert!(
-        out.contains("registering found CUPTI finalized: 0"),
-        "{out}"
-    );
-    assert!(out.contains("program records 10 stray calls 0"), "{out}");
     let g = gpu_section(&run);
     assert_stepped_aside(&g);
     // Read before the finalize: what gpuspy had stays in its dump.
@@ -273,20 +278,15 @@ fn cupti_records_reduce_exactly() {
 
 #[test]
 fn gpuspy_steps_aside_when_the_program_registers_its_own_cupti_client() {
-    let run = run("cupti", &["profiler"], FULL);
-    // gpuspy's kinds were off when the program's client came, and it got every record
-    // emitted after it registered.
-    let out = run.stdout();
-    assert!(
-        out.contains("after registering: kernels 0 copies 0"),
-        "{out}"
+    // gpuspy's kinds were off when the program's client came, and CUPTI finalized: the
+    // program found it as if unused.
+    let run = program_client(
+        "profiler",
+        &[
+            "after registering: kernels 0 copies 0",
+            "registering found CUPTI finalized: 1",
+        ],
     );
-    // CUPTI was finalized first: the program found it as if unused.
-    assert!(
-        out.contains("registering found CUPTI finalized: 1"),
-        "{out}"
-    );
-    assert!(out.contains("program records 10 stray calls 0"), "{out}");
     let g = gpu_section(&run);
     assert_stepped_aside(&g);
     // What gpuspy had before stays in its dump, and nothing after.

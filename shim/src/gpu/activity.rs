@@ -394,13 +394,15 @@ impl Aggregator {
             .saturating_sub(self.accounted_launches())
     }
 
-    /// Kernel, copy and memset records received that started in the slot now on (or last),
-    /// and the host's launches since it began, of `launches` so far.
+    /// What the slot now on (or last) cost CUPTI, counted in records, and the host's
+    /// launches since it began, of `launches` so far. The count is the kernel, copy and
+    /// memset records received that started in it, or its launches where these are more:
+    /// each launch made while a kind is on costs CUPTI's instrumentation, and a deep queue's
+    /// records come late (they would count in no slot, and a launch-bound loop be recorded
+    /// whole).
     pub fn this_slot(&self, launches: u64) -> (u64, u64) {
-        (
-            self.slot_records,
-            launches.saturating_sub(self.slot_launches_on),
-        )
+        let launched = launches.saturating_sub(self.slot_launches_on);
+        (self.slot_records.max(launched), launched)
     }
 
     /// A CUPTI timestamp as Unix time; 0 (no timestamp) stays 0.

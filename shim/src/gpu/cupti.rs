@@ -255,20 +255,28 @@ pub fn detach() {
         return;
     }
     let before = crate::clock::monotonic_ns();
-    // Every buffer back to us and read while CUPTI is attached: any CUPTI call, reading a
-    // record included, attaches it again.
-    // SAFETY: plain CUPTI calls from a thread outside any CUPTI callback.
-    unsafe { (api.flush_all)(FLUSH_FORCED) };
-    drain(api, |_| {});
-    // SAFETY: as above; our buffers are all back, and no other thread of ours calls CUPTI
-    // while COLLECTING is held.
-    if unsafe { (api.finalize)() } == 0 {
+    if finalize(api) {
         REGISTERED.store(false, Release);
-        UM_CONFIGURED.store(false, Release);
         DETACHED.store(true, Release);
         DETACHES.fetch_add(1, Relaxed);
         DETACH_NS.fetch_add(crate::clock::monotonic_ns() - before, Relaxed);
     }
+}
+
+/// Flushes every buffer back to us, reads them, then finalizes CUPTI; true when it was.
+/// Read first: any CUPTI call, reading a record included, attaches it again. Under
+/// COLLECTING, from a thread outside any CUPTI callback.
+fn finalize(api: &Api) -> bool {
+    // SAFETY: plain CUPTI call from a thread outside any CUPTI callback.
+    unsafe { (api.flush_all)(FLUSH_FORCED) };
+    drain(api, |_| {});
+    // SAFETY: as above; our buffers are all back, and no other thread of ours calls CUPTI
+    // while COLLECTING is held.
+    let finalized = unsafe { (api.finalize)() } == 0;
+    if finalized {
+        UM_CONFIGURED.store(false, Release);
+    }
+    finalized
 }
 
 /// Called before the program captures, instantiates or launches a CUDA graph: `detach`
@@ -422,8 +430,8 @@ pub fn awaited_records() -> u64 {
     awaited
 }
 
-/// Kernel, copy and memset records of the duty cycle's slot now on (or last), and the
-/// host's kernel launches since it began.
+/// What the duty cycle's slot now on (or last) cost, counted in records, and the host's
+/// kernel launches since it began (`Aggregator::this_slot`).
 pub fn this_slot() -> (u64, u64) {
     let launches = crate::timeline::launches_so_far();
     let mut counts = (0, 0);
@@ -880,14 +888,12 @@ fn step_aside() {
             {
                 (api.disable)(kind);
             }
-            (api.flush_all)(FLUSH_FORCED);
         }
         if programs == 0 && may_detach() {
-            // Read while CUPTI is attached: reading a record would attach it again.
-            drain(api, |_| {});
-            // SAFETY: as above; our buffers are all back and read.
-            unsafe { (api.finalize)() };
-            UM_CONFIGURED.store(false, Release);
+            finalize(api);
+        } else {
+            // SAFETY: as above.
+            unsafe { (api.flush_all)(FLUSH_FORCED) };
         }
         YIELDED_AT.store(crate::clock::unix_ns(), Relaxed);
     } else if DETACHED.swap(false, AcqRel) {

@@ -295,13 +295,9 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 // The cause is not known; full capture ran DDP cleanly on 2026-11-29.
                 traced.turned_on(clock::unix_ns());
             } else {
-                // The slot's records so far, at its end or inside a long one, or its
-                // launches where these are more: each launch made while a kind is on costs
-                // CUPTI's instrumentation, and a deep queue's records come late (they would
-                // count in no slot, and a launch-bound loop be recorded whole).
+                // The slot's cost so far, at its end or inside a long one.
                 cupti::collect(false, SETTLE_MARGIN_NS);
-                let (records, launches) = cupti::this_slot();
-                if traced.ends_now(clock::unix_ns(), records.max(launches)) {
+                if traced.ends_now(clock::unix_ns(), cupti::this_slot().0) {
                     cupti::switch_traced_kinds(false);
                     // The slot's records, gathered with the kinds off: its rate decides the
                     // next cycle.
@@ -318,8 +314,8 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                         && cupti::may_detach()
                         && cupti::awaited_records() <= sampling::AWAITED_RECORDS_TO_DETACH;
                     traced.switching_costs(detachable.then(cupti::switch_cost_ns));
-                    let (records, launches) = cupti::this_slot();
-                    let next = traced.slot_ended(clock::unix_ns(), records.max(launches), launches);
+                    let (cost, launches) = cupti::this_slot();
+                    let next = traced.slot_ended(clock::unix_ns(), cost, launches);
                     if next.slots == 1 {
                         cupti::switch_traced_kinds(true);
                         traced.turned_on(clock::unix_ns());
@@ -332,8 +328,9 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // and on at every slot end, 5 to 50 times a second, changing CUPTI's
                     // state under the program's running kernels for nothing.
                     let now = clock::unix_ns();
+                    let (cost, launches) = cupti::this_slot();
                     cupti::next_slot(now);
-                    traced.slot_ended(now, records.max(launches), launches);
+                    traced.slot_ended(now, cost, launches);
                     traced.turned_on(now);
                 }
             }
