@@ -53,7 +53,8 @@ pub struct Analysed {
 /// The judgements on the whole job.
 pub struct Job {
     pub diagnosis: Diagnosis,
-    /// Kernel busy share of the GPU's working span over every device with CUPTI activity.
+    /// Kernel busy share of the steady state where the timelines have its GPU side, else
+    /// of the GPU's working span, over every device with CUPTI activity.
     pub gpu_busy_share: Option<f64>,
     /// No warning, and the GPU was busy: see `GPU_BOUND_IDLE` (judged on the steady state
     /// where the timelines have its GPU side).
@@ -128,7 +129,9 @@ pub fn job(p: &Profile) -> Job {
     let quiet = diagnosis.verdict().is_none();
     Job {
         gpu_bound: quiet && steady_idle.or(idle).is_some_and(|i| i <= GPU_BOUND_IDLE),
-        gpu_busy_share: idle.map(|i| 1.0 - i),
+        gpu_busy_share: steady_gpu
+            .map(|g| crate::diagnose::share(g.busy_ns, g.ns))
+            .or(idle.map(|i| 1.0 - i)),
         unexplained_idle: steady_idle.filter(|&i| quiet && i >= UNEXPLAINED_IDLE),
         time_axis,
         gpu_use: gpm::gpu_use(p),

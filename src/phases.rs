@@ -6,7 +6,9 @@
 //! where it fails.
 
 use crate::profile::{total, ProcessInfo, Profile};
-use gpuspy_format::timeline::{DeviceWindows, HostEventKind, HostWindows, IdleCause, Timeline};
+use gpuspy_format::timeline::{
+    DeviceWindows, HostEventKind, HostWindows, IdleCause, IdleSeries, Timeline,
+};
 use gpuspy_format::{HostKind, SyncCause};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -125,6 +127,9 @@ pub struct Startup {
 pub struct ProcessAxis {
     pub phases: Vec<Phase>,
     pub startup: Startup,
+    /// Whether it launched kernels or kept a GPU busy (`gpu_work`); a launcher's agent or
+    /// a compile worker does not, and is all start-up.
+    pub gpu_work: bool,
     /// Per window of its timeline: whether it is in the steady state.
     steady: Vec<bool>,
 }
@@ -268,12 +273,11 @@ pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
     if processes.iter().all(Option::is_none) {
         return None;
     }
-    // A launcher's agent makes driver calls but no GPU work: it never holds the job back.
-    let steady_spans: Vec<Vec<(u64, u64)>> = processes
+    // A launcher's agent or a compile worker makes driver calls but no GPU work: it never
+    // holds the job back.
+    let working: Vec<&ProcessAxis> = processes.iter().flatten().filter(|a| a.gpu_work).collect();
+    let steady_spans: Vec<Vec<(u64, u64)>> = working
         .iter()
-        .zip(&p.processes)
-        .filter(|(_, process)| process.timeline.as_deref().is_some_and(gpu_work))
-        .filter_map(|(a, _)| a.as_ref())
         .map(|a| spans(&a.phases, PhaseKind::Steady))
         .filter(|s| !s.is_empty())
         .collect();
@@ -293,9 +297,12 @@ pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
         .map(|x| x.stop_unix_ns)
         .max()
         .unwrap_or(0);
-    let phases = match processes.iter().flatten().collect::<Vec<_>>()[..] {
-        [one] if p.processes.len() == 1 => one.phases.clone(),
-        _ => job_phases(&together, start, stop),
+    let phases = match (&processes[..], &working[..]) {
+        ([Some(only)], _) => only.phases.clone(),
+        // One process did the GPU work: the job's phases are its phases, named, from the
+        // first process's start to the last one's dump.
+        (_, [one]) => spanning(one.phases.clone(), start, stop),
+        _ => named(job_phases(&together, start, stop), &working),
     };
     // Processes that never ran steadily together (clocks apart by more than their overlap,
     // or ranks run one after another) are each judged on their own steady state.
@@ -477,8 +484,12 @@ fn labels(w: &Windows) -> Vec<Label> {
     let working: Vec<bool> = (0..w.n)
         .map(|i| !w.loading(i) && w.working(i, metric))
         .collect();
+    // Start-up lasts until the first launch: before it the GPU can only have copied (a
+    // model's weights) or waited in a barrier, and a host pause ended by the first kernels'
+    // lazy loading is set-up, not a JIT compile (a DDP rank built its model on the host for
+    // 5 s after NCCL's first calls; bench/results/gpu-2026-12-01-session12-ddp).
     let (Some(first), Some(last)) = (
-        working.iter().position(|&x| x),
+        (0..w.n).position(|i| working[i] && at(metric, i) > 0),
         working.iter().rposition(|&x| x),
     ) else {
         return vec![Label::Startup; w.n];
@@ -624,6 +635,7 @@ fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
         steady: labels.iter().map(|l| *l == Label::Steady).collect(),
         phases,
         startup,
+        gpu_work: gpu_work(t),
     })
 }
 
@@ -674,6 +686,53 @@ fn job_phases(steady: &[(u64, u64)], start: u64, stop: u64) -> Vec<Phase> {
     phases
 }
 
+/// `phases` stretched to `[start, stop)`: start-up from `start` and teardown to `stop`
+/// (each added where the phases begin or end otherwise).
+fn spanning(mut phases: Vec<Phase>, start: u64, stop: u64) -> Vec<Phase> {
+    let phase = |kind, start_unix_ns, end_unix_ns| Phase {
+        kind,
+        name: None,
+        start_unix_ns,
+        end_unix_ns,
+    };
+    match phases.first_mut() {
+        Some(f) if f.kind == PhaseKind::Startup => f.start_unix_ns = start,
+        Some(f) if f.start_unix_ns > start => {
+            let first = f.start_unix_ns;
+            phases.insert(0, phase(PhaseKind::Startup, start, first))
+        }
+        _ => {}
+    }
+    match phases.last_mut() {
+        Some(l) if l.kind == PhaseKind::Teardown => l.end_unix_ns = l.end_unix_ns.max(stop),
+        Some(l) if l.end_unix_ns < stop => {
+            let last = l.end_unix_ns;
+            phases.push(phase(PhaseKind::Teardown, last, stop))
+        }
+        _ => {}
+    }
+    phases
+}
+
+/// The job's pauses named after a process's named pause (a JIT compile, an NVTX
+/// evaluation range) that covers at least half of one.
+fn named(mut phases: Vec<Phase>, processes: &[&ProcessAxis]) -> Vec<Phase> {
+    for job in phases.iter_mut().filter(|ph| ph.kind == PhaseKind::Pause) {
+        let overlap = |ph: &Phase| {
+            ph.end_unix_ns
+                .min(job.end_unix_ns)
+                .saturating_sub(ph.start_unix_ns.max(job.start_unix_ns))
+        };
+        job.name = processes
+            .iter()
+            .flat_map(|a| &a.phases)
+            .filter(|ph| ph.kind == PhaseKind::Pause && ph.name.is_some())
+            .find(|ph| 2 * overlap(ph) >= job.end_unix_ns - job.start_unix_ns)
+            .and_then(|ph| ph.name.clone());
+    }
+    phases
+}
+
 /// Sums the steady windows of every process (those inside `clip`, where given).
 fn steady_state(
     p: &Profile,
@@ -691,7 +750,7 @@ fn steady_state(
         let (Some(t), Some(axis)) = (process.timeline.as_deref(), axis) else {
             continue;
         };
-        if !gpu_work(t) {
+        if !axis.gpu_work {
             continue;
         }
         let w = Windows::new(t, process.stop_unix_ns);
@@ -701,39 +760,34 @@ fn steady_state(
             s.whole.add(h, i);
         }
         let step_ranges: Vec<_> = t.nvtx.iter().filter(|r| is_step_name(&r.name)).collect();
-        let last_steady = (0..w.n).rfind(|&i| {
+        let counted = |i: usize| {
             let (start, end) = w.span(i);
             axis.steady.get(i) == Some(&true) && inside(start + (end - start) / 2)
-        });
-        // Per device, the cause of the idle gap the loop ended in: the window after the
-        // steady state idle under one cause, without a kernel. The last steady window's
-        // idle of that cause is that gap's beginning: the end of the loop, not an idle
-        // share of it. In a short run a window is 40-80 ms, and the idle after the loop's
-        // final sync filled half the last steady window (a healthy torch.compile loop read
-        // 9.7 % idle after syncs on the H200).
-        let tails: Vec<Option<IdleCause>> = t
-            .devices
-            .iter()
-            .map(|d| {
-                let next = last_steady? + 1;
-                let accounted = accounted_ns(d, next);
-                if next >= w.n || at(&d.busy_ns, next) > 0 || accounted == 0 {
-                    return None;
-                }
-                d.idle_ns
-                    .iter()
-                    .find(|s| 2 * at(&s.ns, next) >= accounted)
-                    .map(|s| s.cause)
-            })
-            .collect();
+        };
+        // The cause of an idle gap that fills window `j` outside the steady state: idle
+        // under one cause, without a kernel. A steady window beside it holds that gap's
+        // beginning (the loop's end, a pause's start) or its end (the loop's start after
+        // set-up or a JIT compile): its idle of that cause is the gap's, not an idle share
+        // of the loop. In a short run a window is 40-160 ms: the idle after a healthy
+        // torch.compile loop's final sync filled half its last steady window (9.7 % idle
+        // after syncs on the H200), and the idle of its compile, the first loop window
+        // (input-starved 38 %, bench/results/gpu-2026-12-01-session11-phases-3).
+        let gap = |d: &DeviceWindows, j: Option<usize>| {
+            let j = j.filter(|&j| j < w.n && !counted(j))?;
+            let accounted = accounted_ns(d, j);
+            if at(&d.busy_ns, j) > 0 || accounted == 0 {
+                return None;
+            }
+            d.idle_ns
+                .iter()
+                .find(|s| 2 * at(&s.ns, j) >= accounted)
+                .map(|s| s.cause)
+        };
         let mut steady_ns = 0;
         let mut ended = vec![0u64; step_ranges.len()];
-        for i in (0..w.n).filter(|&i| axis.steady.get(i) == Some(&true)) {
+        for i in (0..w.n).filter(|&i| counted(i)) {
             let (start, end) = w.span(i);
             let len = end - start;
-            if !inside(start + len / 2) {
-                continue;
-            }
             steady_ns += len;
             for (ns, r) in ended.iter_mut().zip(&step_ranges) {
                 *ns += at(&r.ends, i);
@@ -741,19 +795,20 @@ fn steady_state(
             s.host.add(h, i);
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
-            for (d, tail) in t.devices.iter().zip(&tails) {
+            for d in &t.devices {
                 let accounted = accounted_ns(d, i);
                 if accounted == 0 {
                     continue;
                 }
-                // The final gap's beginning: idle of its cause in the last steady window.
-                let tail_idle = |cause: IdleCause| {
-                    (Some(i) == last_steady && *tail == Some(cause))
-                        .then(|| d.idle_ns.iter().find(|s| s.cause == cause))
-                        .flatten()
-                        .map_or(0, |s| at(&s.ns, i))
+                let edges = [gap(d, i.checked_sub(1)), gap(d, Some(i + 1))];
+                let edge_idle = |s: &IdleSeries| {
+                    if edges.contains(&Some(s.cause)) {
+                        at(&s.ns, i)
+                    } else {
+                        0
+                    }
                 };
-                let removed: u64 = d.idle_ns.iter().map(|s| tail_idle(s.cause)).sum();
+                let removed: u64 = d.idle_ns.iter().map(edge_idle).sum();
                 let g = gpu.get_or_insert_with(SteadyGpu::default);
                 g.ns += len - scale(removed, len, accounted);
                 accounted_total += accounted - removed;
@@ -769,7 +824,7 @@ fn steady_state(
                         IdleCause::Host => IdleKind::Host,
                         IdleCause::Unknown => IdleKind::Unknown,
                     };
-                    let ns = at(&series.ns, i) - tail_idle(series.cause);
+                    let ns = at(&series.ns, i) - edge_idle(series);
                     if ns > 0 {
                         *g.idle.entry(kind).or_default() += ns;
                     }

@@ -153,6 +153,7 @@ fn diagnosis(out: &mut String, r: &Report) {
             call_sites(out, f, "  ");
         }
         None => {
+            let of = busy_of(r);
             let _ = match r.gpu_busy_share {
                 _ if r.unexplained_idle.is_some() => writeln!(
                     out,
@@ -161,12 +162,12 @@ fn diagnosis(out: &mut String, r: &Report) {
                 ),
                 Some(busy) if r.gpu_bound => writeln!(
                     out,
-                    "\nVerdict: GPU-bound. Kernels ran {:.1} % of the GPU's activity span and nothing blocks: only faster (or fewer) kernels make this run faster.",
+                    "\nVerdict: GPU-bound. Kernels ran {:.1} % of {of} and nothing blocks: only faster (or fewer) kernels make this run faster.",
                     busy * 100.0
                 ),
                 Some(busy) => writeln!(
                     out,
-                    "\nVerdict: no blocking problem found. Kernels ran {:.1} % of the GPU's activity span.",
+                    "\nVerdict: no blocking problem found. Kernels ran {:.1} % of {of}.",
                     busy * 100.0
                 ),
                 None => writeln!(
@@ -222,6 +223,15 @@ const CALL_SITES_SHOWN: usize = 3;
 
 /// "sync-stalled: 96 % of the blocked time at train.py:42 in step() (30 calls)", per line
 /// of Python behind the finding.
+/// What `gpu_busy_share` is a share of (`analyse::Job`).
+fn busy_of(r: &Report) -> &'static str {
+    if r.steady_state.as_ref().is_some_and(|s| s.gpu_ns.is_some()) {
+        "the steady state's GPU time"
+    } else {
+        "the GPU's activity span"
+    }
+}
+
 fn call_sites(out: &mut String, f: &Finding, indent: &str) {
     for site in f.call_sites.iter().take(CALL_SITES_SHOWN) {
         let file = site.file.rsplit('/').next().unwrap_or(&site.file);

@@ -517,12 +517,14 @@ impl<'a> Report<'a> {
             phases: axis.map_or_else(Vec::new, |x| {
                 x.phases.iter().map(|ph| PhaseRow::of(ph, origin)).collect()
             }),
+            // The longest start-up of a process that used a GPU (a compile worker's life is
+            // all start-up), of any where none did.
             startup: axis.and_then(|x| {
                 x.processes
                     .iter()
                     .flatten()
+                    .max_by_key(|pa| (pa.gpu_work, pa.startup.ns))
                     .map(|pa| pa.startup.clone())
-                    .max_by_key(|st| st.ns)
             }),
             steady_state: axis.and_then(|x| x.steady.as_ref()).map(steady_row),
             unexplained_idle: a.job.unexplained_idle,

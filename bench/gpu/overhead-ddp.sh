@@ -5,6 +5,8 @@
 # (bench/gpu/paired_summary.py). From the repository root, with the release gpuspy and
 # libgpuspy.so in $BIN (.dev/bin):
 #   bash bench/gpu/overhead-ddp.sh OUTDIR [PAIRS] [STEPS]
+# DEADLINE_S (default 500) starts no round after that many seconds, so a device call's
+# 10 minutes always end with the summary and the archive.
 # CONFIGS="none default" by default; `full` is GPUSPY_CUPTI=full, any other NAME the
 # default mode of .dev/variants/NAME/libgpuspy.so. A job that fails is listed as `fail`
 # with how each rank ended; Python's fault handler prints the stacks of a rank that
@@ -26,14 +28,17 @@ job() { # job CONFIG ROUND
         *) shim=$(realpath "${VARIANTS:-.dev/variants}/$1/libgpuspy.so") || exit 1 ;; esac
     [ "$1" = none ] || pre=(env GPUSPY_SHIM="$shim" GPUSPY_CUPTI=$mode "$bin/gpuspy" run -o "$out/dumps-$1-$2" --)
     timeout 90 "${pre[@]}" torchrun --standalone --nproc-per-node 2 bench/multi/ddp.py --steps "$steps" > "$log" 2>&1
-    local loop_s
+    local loop_s excess
     # The ranks' lines can share a line of the log (their prints interleave).
     loop_s=$(grep -o "rank 0: steps [0-9]* loop_s [0-9.]*" "$log" | awk '{print $NF; exit}')
-    echo "ddp $1 $2 ${loop_s:-fail}"
+    excess=$(grep -o "rank 0: excess_pct [0-9.-]*" "$log" | awk '{print $NF; exit}')
+    # The fields paired_summary.py reads: no kernel, CPU or stall figures here, the excess last.
+    echo "ddp $1 $2 ${loop_s:-fail} - - - - - - - ${excess:--}"
     [ -n "$loop_s" ] || grep -ho "exitcode *: -*[0-9]*\|Signal [0-9]* ([A-Z]*)\|Fatal Python error: .*" "$log" | sort | uniq -c | sed 's/^/#   /'
 }
 n=${#configs[@]}
 for r in $(seq "$pairs"); do
+    [ "$SECONDS" -lt "${DEADLINE_S:-500}" ] || { echo "# deadline: $((r - 1)) rounds"; break; }
     for k in $(seq 0 $((n - 1))); do
         job "${configs[$(((r + k) % n))]}" "$r"
     done

@@ -32,11 +32,12 @@ for line in open(sys.argv[1]):
         runs[w, r][c] = float(value)
     if len(fields) >= 7 and fields[4] != "-":
         kernels[w, c].append((int(fields[4]) / max(int(fields[6]), 1), float(fields[5])))
-    if len(fields) >= 8 and c != "none":
+    # "-": a figure this script's caller does not measure.
+    if len(fields) >= 8 and c != "none" and fields[7] != "-":
         own_cpu[w, c].append(float(fields[7]))
-    if len(fields) >= 11 and value != "fail":
+    if len(fields) >= 11 and value != "fail" and fields[9] != "-":
         stall_ms[w, c].append(float(fields[9]))
-    if len(fields) >= 12 and value != "fail":
+    if len(fields) >= 12 and value != "fail" and fields[11] != "-":
         excess[w, r][c] = float(fields[11])
 
 

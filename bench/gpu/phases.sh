@@ -8,17 +8,16 @@
 set -uo pipefail
 out=${1:?usage: phases.sh OUTDIR [FORMS] [MODES]}
 forms=${2:-short long}
-modes=${3:-launch-bound launch-fixed sync-stalled sync-fixed sync-host sync-host-fixed pageable-memcpy pageable-fixed alloc-churn alloc-fixed input-starved input-fixed um-fault-heavy um-fixed triton-small-grid triton-grid-fixed slow-startup slow-startup-fixed healthy-matmul healthy-graph healthy-pauses healthy-compile}
+modes=${3:-launch-bound launch-fixed sync-stalled sync-fixed sync-host sync-host-fixed pageable-memcpy pageable-fixed alloc-churn alloc-fixed input-starved input-fixed um-fault-heavy um-fixed triton-small-grid triton-grid-fixed slow-startup slow-startup-fixed torch-compile torch-compile-eager healthy-matmul healthy-graph healthy-pauses}
 bin=$(realpath "${BIN:-.dev/bin}")
 export GPUSPY_FLUSH_S=0 PYTHONUNBUFFERED=1
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 python3 -c 'import torch, triton; print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__)'
-# healthy-compile is healthy with torch.compile's cache warm, as on any run after a
-# machine's first: cold, its compile took 12 s of a 39 s short run, which slow-startup
-# rightly reports (bench/results/gpu-2026-12-01-session10-check). One run without gpuspy
-# warms it.
-if [[ " $modes " == *" healthy-compile "* ]]; then
-    python3 examples/staged.py healthy-compile --form short > /dev/null 2>&1
+# torch-compile runs with torch.compile's cache warm, as on any run after a machine's
+# first (cold, its compile took 12 s of a 39 s short run, bench/results/gpu-2026-12-01-
+# session10-check; warm, 7-11 s). One run without gpuspy warms it.
+if [[ " $modes " == *" torch-compile "* ]]; then
+    python3 examples/staged.py torch-compile --form short > /dev/null 2>&1
     echo "warmed torch.compile's cache: exit $?"
 fi
 for form in $forms; do

@@ -37,11 +37,17 @@ EXPECTED = {
     "um-fault-heavy": ("um-fault-heavy", "um-fixed"),
     "triton-small-grid": ("small-grid", "triton-grid-fixed"),
     "slow-startup": ("slow-startup", "slow-startup-fixed"),
+    "torch-compile": ("slow-startup", "torch-compile-eager"),
+    # Rounds before session 12 ran torch-compile under this name, expecting no warning
+    # and with no eager run; its compile took 7-11 s with the cache warm, a quarter to a
+    # third of the run, which is what slow-startup reports.
+    "healthy-compile": ("slow-startup", None),
     "healthy-matmul": (None, None),
     "healthy-graph": (None, None),
     "healthy-pauses": (None, None),
-    "healthy-compile": (None, None),
 }
+# The workloads whose fix shortens the time to the loop's end, not the loop.
+STARTUP = {"slow-startup", "torch-compile", "healthy-compile"}
 
 
 def load(mode):
@@ -90,7 +96,7 @@ for mode, (want, fix) in EXPECTED.items():
     steady_s = ((r.get("steady_state") or {}).get("ns") or 0) / 1e9
     # The prediction in the fix's units: a share of the loop (of the start-up for slow-startup).
     in_loop = None
-    if mine and mode == "slow-startup":
+    if mine and mode in STARTUP:
         in_loop = mine["impact"]
     elif mine and loop > 0:
         in_loop = mine["impact"] * steady_s / loop
@@ -99,7 +105,7 @@ for mode, (want, fix) in EXPECTED.items():
     fixed = load(fix) if fix else None
     if fixed is not None:
         after = fixed[0]
-        if mode == "slow-startup":
+        if mode in STARTUP:
             # The fix shortens the start-up, not the loop.
             before_s, after_s = startup_s(r), startup_s(fixed[1])
             saved_loop = saving(before_s, after_s)

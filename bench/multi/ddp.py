@@ -47,6 +47,7 @@ def load_batch(step):
 
 torch.cuda.synchronize()
 t0 = time.perf_counter()
+ends = []
 for step in range(args.steps):
     x = load_batch(step)
     loss = ddp(x).square().mean()
@@ -54,8 +55,14 @@ for step in range(args.steps):
     loss.backward()
     opt.step()
     last = loss.item()
+    ends.append(time.perf_counter())
 torch.cuda.synchronize()
 elapsed = time.perf_counter() - t0
+# The loop's time above its median step, in %: what rare events (a profiler's flushes and
+# switches) cost, measured within the process, with far less noise than loop times across
+# processes (bench/gpu/paired_summary.py).
+steps_s = [b - a for a, b in zip([t0] + ends, ends)]
+excess_pct = 100 * (sum(steps_s) / (len(steps_s) * sorted(steps_s)[len(steps_s) // 2]) - 1)
 
 info = ddp._get_ddp_logging_data()
 
@@ -69,6 +76,7 @@ first = bucket_count("bucket_sizes")
 later = bucket_count("rebuilt_bucket_sizes") or first
 grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
 print(f"rank {rank}: steps {args.steps} loop_s {elapsed:.3f} step_ms {elapsed / args.steps * 1e3:.2f} loss {last:.6f}")
+print(f"rank {rank}: excess_pct {excess_pct:.3f}")
 if rank == 0:
     print(f"ddp buckets: first step {first} ({info.get('bucket_sizes')}), then {later} ({info.get('rebuilt_bucket_sizes', '-')})")
     print(f"expected all-reduce calls per rank {first + later * (args.steps - 1)} = {first} + {later} x {args.steps - 1} steps")

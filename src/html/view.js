@@ -297,11 +297,12 @@
         h("div", { class: "fix" }, `Estimated time lost: ${(f.impact * 100).toFixed(0)} %. Fix: `, h("code", {}, f.fix)));
     }
     const busy = r.gpu_busy_share;
+    const of = r.steady_state && r.steady_state.gpu_ns != null ? "the steady state's GPU time" : "the GPU's activity span";
     const text = busy == null
       ? "Verdict: no blocking problem in the host-side data. The dumps have no GPU busy time, so a GPU-bound run cannot be confirmed."
       : r.gpu_bound
-        ? `Verdict: GPU-bound. Kernels ran ${pct(busy)} of the GPU's activity span and nothing blocks: only faster (or fewer) kernels make this run faster.`
-        : `Verdict: no blocking problem found. Kernels ran ${pct(busy)} of the GPU's activity span.`;
+        ? `Verdict: GPU-bound. Kernels ran ${pct(busy)} of ${of} and nothing blocks: only faster (or fewer) kernels make this run faster.`
+        : `Verdict: no blocking problem found. Kernels ran ${pct(busy)} of ${of}.`;
     return h("div", { class: "verdict calm", id: "verdict" }, text);
   }
 
