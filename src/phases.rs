@@ -1087,6 +1087,82 @@ mod tests {
     }
 
     #[test]
+    fn a_host_pause_before_the_first_launch_is_start_up() {
+        // 300 ms of init, a barrier (5 ms blocked, no launch), 500 ms of host work (a model
+        // built on the host), then the first launches with the lazy loading of their
+        // modules, and the loop: set-up until the first launch, no JIT pause.
+        let mut w = times(
+            30,
+            W {
+                init_ns: 10 * MS,
+                ..QUIET
+            },
+        );
+        w.push(W {
+            driver_ns: 5 * MS,
+            blocked_ns: 5 * MS,
+            ..QUIET
+        });
+        w.extend(times(50, QUIET));
+        w.push(W {
+            module_ns: 2 * MS,
+            ..LOOP
+        });
+        w.extend(times(30, LOOP));
+        let a = time_axis(&profile(timeline(&w, true))).unwrap();
+        assert_eq!(
+            kinds(&a),
+            [
+                (PhaseKind::Startup, None, 0, 810),
+                (PhaseKind::Steady, None, 810, 1120)
+            ]
+        );
+        let startup = &a.processes[0].as_ref().unwrap().startup;
+        assert_eq!(
+            (
+                startup.init_ns,
+                startup.module_ns,
+                startup.outside_driver_ns
+            ),
+            (300 * MS, 0, 505 * MS)
+        );
+    }
+
+    #[test]
+    fn the_idle_a_stretch_begins_or_ends_in_is_the_pauses() {
+        // 5 loop windows, 690 ms with the host at work and the GPU idle (a JIT compile),
+        // the window in which the loop resumes (8 ms of the compile's idle, then 2 ms of
+        // work), 20 loop windows.
+        let mut w = times(5, LOOP);
+        w.extend(times(
+            69,
+            W {
+                idle_host: 10 * MS,
+                ..QUIET
+            },
+        ));
+        w.push(W {
+            module_ns: MS,
+            busy_ns: 2 * MS,
+            idle_after_sync: 0,
+            idle_host: 8 * MS,
+            ..LOOP
+        });
+        w.extend(times(20, LOOP));
+        let s = steady(&profile(timeline(&w, true))).unwrap();
+        assert_eq!(s.ns, 260 * MS);
+        let g = s.gpu.unwrap();
+        // Not counted: the resumed window's 8 ms and the 1 ms of host idle of the window
+        // before the pause (the pause's beginning); the first and last windows have
+        // nothing beside them.
+        assert_eq!((g.ns, g.busy_ns), (251 * MS, 152 * MS));
+        assert_eq!(
+            g.idle,
+            BTreeMap::from([(IdleKind::AfterSync, 75 * MS), (IdleKind::Host, 24 * MS)])
+        );
+    }
+
+    #[test]
     fn recurring_gaps_are_the_loop_and_a_single_one_is_a_pause() {
         // 12 ms of work, then 150 ms without: five times. The gaps recur, so they are the
         // steady state (a loop starved of data), not pauses.

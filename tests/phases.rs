@@ -242,6 +242,13 @@ fn a_normal_start_up_then_a_quiet_loop_gets_no_warning() {
     assert_eq!(r["startup"]["init_ns"], 300 * MS);
     assert_eq!(r["startup"]["outside_driver_ns"], 200 * MS);
     assert!(!text.contains("cause not identified"), "{text}");
+    // The busy share the verdict gives is the steady state's (the dump has no whole-run
+    // GPU section, so none other exists).
+    assert_eq!(r["gpu_busy_share"], 0.98);
+    assert!(
+        text.contains("GPU-bound. Kernels ran 98.0 % of the steady state's GPU time"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -338,10 +345,9 @@ fn a_launch_bound_short_script_gets_launch_bound_not_slow_startup() {
     );
 }
 
-#[test]
-fn a_one_off_jit_gap_is_a_pause_not_input_starvation() {
-    // 0.3 s of init, 0.2 s of loop, then 690 ms with the GPU idle and the host outside
-    // the driver (a Triton compile) ending in a module load, then 0.3 s of loop.
+/// 0.3 s of init, 0.2 s of loop, then 690 ms with the GPU idle and the host outside the
+/// driver (a Triton compile) ending in a module load, then 0.3 s of loop.
+fn jit_gap() -> Vec<W> {
     let gpu_bound = W {
         launches: 20,
         launch_ns: 100_000,
@@ -369,7 +375,12 @@ fn a_one_off_jit_gap_is_a_pause_not_input_starvation() {
         ..gpu_bound
     });
     w.extend(times(29, gpu_bound));
-    let (r, text) = reports(&dump(&w, 0));
+    w
+}
+
+#[test]
+fn a_one_off_jit_gap_is_a_pause_not_input_starvation() {
+    let (r, text) = reports(&dump(&jit_gap(), 0));
     assert_eq!(
         phases(&r),
         [
@@ -401,6 +412,38 @@ fn a_one_off_jit_gap_is_a_pause_not_input_starvation() {
     // cause): 48 of the 50 loop windows count.
     assert_eq!(r["steady_state"]["idle"][0]["ns"], 48 * 100_000);
     assert!(text.contains("pause"), "{text}");
+}
+
+#[test]
+fn a_compile_worker_beside_the_program_changes_neither_its_phases_nor_its_verdict() {
+    // torch.compile's worker pool is a second process that makes driver calls and no GPU
+    // work, alive 10 s from 0.2 s on (longer than the program's 1.49 s). The job's phases
+    // are the program's, its JIT pause named; its start-up is the program's, not the
+    // worker's life; slow-startup weighs the program's wall time only.
+    let dir = tempfile::tempdir().unwrap();
+    let alone = write_dump(dir.path(), "gpuspy-1.json", &dump(&jit_gap(), 0));
+    let mut worker = crafted_dump(2, 0, 10, 0);
+    worker.start_unix_ns += 200 * MS;
+    worker.first_call_unix_ns = worker.start_unix_ns;
+    let windows = 980;
+    let mut t = Timeline {
+        start_unix_ns: worker.start_unix_ns,
+        window_ns: WINDOW_NS,
+        ..Timeline::default()
+    };
+    t.host.calls = vec![0; windows];
+    t.host.calls[0] = 441;
+    t.host.launches = vec![0; windows];
+    worker.timeline = Some(t);
+    let worker = write_dump(dir.path(), "gpuspy-2.json", &worker);
+    let (one, both) = (report_json(&[&alone]), report_json(&[&alone, &worker]));
+    assert_eq!(phases(&both)[1..4], phases(&one)[1..4]);
+    assert_eq!(phases(&both)[2].3.as_deref(), Some("module loading or JIT"));
+    assert_eq!(both["startup"], one["startup"]);
+    assert_eq!(both["startup"]["init_ns"], 300 * MS);
+    assert_eq!(both["verdict"], "slow-startup");
+    assert_eq!(both["findings"][0]["impact"], one["findings"][0]["impact"]);
+    assert_eq!(both["findings"][0]["evidence"]["wall_ms"], 1490.0);
 }
 
 #[test]

@@ -51,7 +51,10 @@ time that began when a sync returned and the host went on working with nothing q
 sync that host work overlaps the GPU's, and a step of G + H takes max(G, H), so the impact
 is capped by the steady state's GPU busy share (the overlap bound with both sides
 measured). The rule fires at 20 or more syncs a second with 1 % or more of the steady
-state idle after them.
+state idle after them. On a GPU at its power limit the fix saves less than that: the
+busier GPU runs at lower clocks (an H200 bf16 matmul loop: SM clock 2.4 % below its
+maximum with a sync per step, 10.6 % without; 13 % predicted, 10 % saved;
+bench/results/gpu-2026-12-01-session12-phases-4), which `clocks-throttled` shows.
 
 Fix: take synchronisation out of the step. Drop `.item()`, `.cpu()`, `.tolist()` and
 `print(tensor)` from the loop (accumulate metrics on the GPU and read them every N steps),
