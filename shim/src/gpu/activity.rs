@@ -34,7 +34,7 @@
 
 use gpuspy_format::gpu::{
     nccl_collective, Activity, CollectiveKernels, GpuCopy, GridBlocks, KernelStat, Overhead,
-    Sampled, UnifiedMemory, TOP_KERNELS,
+    Sampled, UnifiedMemory, PAUSE_NS, TOP_KERNELS,
 };
 use gpuspy_format::hist::{self, Histogram};
 use gpuspy_format::timeline::{
@@ -1349,10 +1349,24 @@ impl DeviceAgg {
                 c.total_ns += n(k.stat.total_ns);
             }
         }
-        let dense = |h: &Option<Box<[u64; hist::BUCKETS]>>| {
+        // Counts scaled like the kernels, but for the buckets from `unscaled_from` on.
+        let dense = |h: &Option<Box<[u64; hist::BUCKETS]>>, unscaled_from: u64| {
             h.as_deref().map_or_else(
                 || Histogram(Vec::new()),
-                |d| Histogram::from_dense(&d.map(n)),
+                |d| {
+                    let counts: Vec<u64> = d
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &c)| {
+                            if hist::bucket_bounds(i).0 >= unscaled_from {
+                                c
+                            } else {
+                                n(c)
+                            }
+                        })
+                        .collect();
+                    Histogram::from_dense(&counts)
+                },
             )
         };
         let memsets = self.memsets.scaled(factor);
@@ -1367,8 +1381,12 @@ impl DeviceAgg {
             kernel_ns: n(self.kernel_ns),
             busy_ns: n(busy.total),
             active_ns: n(active.total),
-            kernel_hist: dense(&self.kernel_hist),
-            gap_hist: dense(&self.gap_hist),
+            kernel_hist: dense(&self.kernel_hist, u64::MAX),
+            // The gaps between kernels recur with them; a pause (`Activity::pauses`) is one
+            // event, seen whole in a slot the quiet program kept on, taken out of a span
+            // that is not scaled: extrapolated, one 6.5 s pause counted 2 and the working
+            // span read 0 (a torch.compile run on the H200, kernel factor 2.37).
+            gap_hist: dense(&self.gap_hist, PAUSE_NS),
             small_grid_kernels: None,
             small_grid_ns: None,
             grid_blocks: self
@@ -2186,6 +2204,27 @@ mod tests {
                 ns: vec![500 * us]
             }]
         );
+    }
+
+    #[test]
+    fn sampled_a_pause_counts_once_however_the_kernels_are_extrapolated() {
+        // One slot kept on through the program's 1.5 s pause, between two bursts of 10
+        // kernels; 20 of the host's 40 launches were made while recording.
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
+        for burst in [0, 1_519 * MS] {
+            for k in 0..10 {
+                agg.add(kernel(burst + k * 2 * MS, burst + k * 2 * MS + MS));
+            }
+        }
+        agg.period_off(T0 + 1_540 * MS, 20);
+        agg.settle(u64::MAX, T0 + 2_000 * MS, &mut no_events);
+        let a = agg.devices(40, (0, 0)).remove(0).1;
+        assert_eq!(a.sampled.as_ref().unwrap().kernel_factor, Some(2.0));
+        assert_eq!(a.kernels, 40);
+        // The 18 gaps between kernels stand for 36, like the kernels; the pause is one.
+        assert_eq!(a.gap_hist.count(), 36 + 1);
+        assert_eq!(a.pauses().0, 1);
+        assert!(a.working_span_ns() > 0);
     }
 
     #[test]
