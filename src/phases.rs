@@ -146,6 +146,11 @@ pub struct SteadyGpu {
     /// A copy or memset ran and no kernel did.
     pub transfer_ns: u64,
     pub idle: BTreeMap<IdleKind, u64>,
+    /// The `Host` idle of one steady window that holds twice as much of it as all the
+    /// others together, in a steady state of three or more windows with device time: a
+    /// one-off stall of the host (a garbage collection, a compile's tail), not a per-step
+    /// wait. 0 where none does.
+    pub host_stall_ns: u64,
 }
 
 impl SteadyGpu {
@@ -153,6 +158,7 @@ impl SteadyGpu {
     fn scaled(mut self, accounted: u64) -> SteadyGpu {
         self.busy_ns = scale(self.busy_ns, self.ns, accounted);
         self.transfer_ns = scale(self.transfer_ns, self.ns, accounted);
+        self.host_stall_ns = scale(self.host_stall_ns, self.ns, accounted);
         for ns in self.idle.values_mut() {
             *ns = scale(*ns, self.ns, accounted);
         }
@@ -741,6 +747,8 @@ fn steady_state(
 ) -> SteadyState {
     let mut s = SteadyState::default();
     let mut gpu: Option<SteadyGpu> = None;
+    // Per steady window with device time, of every device: its `Host` idle.
+    let mut host_idle: Vec<u64> = Vec::new();
     let mut accounted_total = 0;
     let mut syncs: Vec<u64> = Vec::new();
     // Per step-like range name: the steps that ended in the steady state, and its time in
@@ -829,6 +837,13 @@ fn steady_state(
                         *g.idle.entry(kind).or_default() += ns;
                     }
                 }
+                host_idle.push(
+                    d.idle_ns
+                        .iter()
+                        .filter(|s| s.cause == IdleCause::Host && !launching)
+                        .map(|s| at(&s.ns, i) - edge_idle(s))
+                        .sum(),
+                );
             }
         }
         for e in &t.recent_blocking {
@@ -856,6 +871,12 @@ fn steady_state(
     // A GPU never seen working in the steady state has no gaps that a host event opened:
     // its idle time is all one stretch, cut only where sampling periods begin, and a sync
     // that happens to return there would claim all of it. Judge from the host side then.
+    let largest = host_idle.iter().copied().max().unwrap_or(0);
+    if let Some(g) = gpu.as_mut().filter(|_| host_idle.len() >= 3) {
+        if largest > 2 * (total(host_idle.iter().copied()) - largest) {
+            g.host_stall_ns = largest;
+        }
+    }
     s.gpu = gpu
         .map(|g| g.scaled(accounted_total))
         .filter(|g| g.busy_ns > 0);
@@ -1160,6 +1181,34 @@ mod tests {
             g.idle,
             BTreeMap::from([(IdleKind::AfterSync, 75 * MS), (IdleKind::Host, 24 * MS)])
         );
+    }
+
+    #[test]
+    fn one_window_holding_most_of_the_host_idle_is_a_stall() {
+        // 5 loop windows (1 ms of host idle each), the middle one all host idle instead:
+        // 10 ms against the others' 4 ms, over twice as much, is a one-off stall.
+        let stalled = W {
+            busy_ns: 0,
+            idle_after_sync: 0,
+            idle_host: 10 * MS,
+            ..LOOP
+        };
+        let mut w = times(5, LOOP);
+        w[2] = stalled;
+        let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
+        assert_eq!(
+            (g.idle[&IdleKind::Host], g.host_stall_ns),
+            (14 * MS, 10 * MS)
+        );
+        // Two such windows recur: 10 ms against 13 ms.
+        w[3] = stalled;
+        let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
+        assert_eq!((g.idle[&IdleKind::Host], g.host_stall_ns), (23 * MS, 0));
+        // One among ten loop windows: 10 ms against 9 ms is not twice as much.
+        let mut w = times(10, LOOP);
+        w[5] = stalled;
+        let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
+        assert_eq!((g.idle[&IdleKind::Host], g.host_stall_ns), (19 * MS, 0));
     }
 
     #[test]

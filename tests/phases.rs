@@ -415,6 +415,51 @@ fn a_one_off_jit_gap_is_a_pause_not_input_starvation() {
 }
 
 #[test]
+fn a_one_off_host_stall_in_a_short_loop_is_not_input_starvation() {
+    // 0.3 s of init, then 8 windows of a GPU-bound loop (0.1 ms of host idle each), one
+    // of which the host stalled for the whole 10 ms (a garbage collection): 10.7 ms of
+    // host idle in 80 ms, 13 %, but it is one stall, not a wait in every step.
+    let gpu_bound = W {
+        launches: 20,
+        launch_ns: 100_000,
+        busy_ns: 9_900_000,
+        idle_host: 100_000,
+        ..W::default()
+    };
+    let mut w = times(
+        30,
+        W {
+            init_ns: 10 * MS,
+            ..W::default()
+        },
+    );
+    w.extend(times(8, gpu_bound));
+    w[34] = W {
+        busy_ns: 0,
+        idle_host: 10 * MS,
+        ..gpu_bound
+    };
+    let (r, _) = reports(&dump(&w, 0));
+    assert_eq!(
+        phases(&r),
+        [phase("startup", 0, 300), phase("steady", 300, 380)]
+    );
+    assert_eq!(r["steady_state"]["idle"][0]["cause"], "host");
+    assert_eq!(r["steady_state"]["idle"][0]["ns"], 10_700_000);
+    let f = ids(&r);
+    assert!(!f.iter().any(|(id, _)| id == "input-starved"), "{f:?}");
+    // The same host idle spread over the steps is.
+    w[30..38].fill(W {
+        busy_ns: 8_600_000,
+        idle_host: 1_400_000,
+        ..gpu_bound
+    });
+    let (r, _) = reports(&dump(&w, 0));
+    assert_eq!(r["verdict"], "input-starved");
+    assert_eq!(r["findings"][0]["evidence"]["host_stall_ns"], 0);
+}
+
+#[test]
 fn a_compile_worker_beside_the_program_changes_neither_its_phases_nor_its_verdict() {
     // torch.compile's worker pool is a second process that makes driver calls and no GPU
     // work, alive 10 s from 0.2 s on (longer than the program's 1.49 s). The job's phases

@@ -32,7 +32,11 @@ With a timeline whose GPU side is there (dumps of schema 2), one-off gaps (a JIT
 an evaluation, a checkpoint) are pauses, not starvation (docs/diagnosis.md, \"Phases\"): the
 impact is the GPU idle time of the steady state that began with the host outside the driver
 (or launching at under 10,000 launches a second) and nothing queued, over the steady device
-time, while the host spent less than half the steady state inside driver calls.
+time, while the host spent less than half the steady state inside driver calls. A one-off
+stall is not counted either: where one steady window holds twice as much of that idle as
+all the others together (in a steady state of three windows or more), it is the host
+stalling once (a garbage collection, a compile's tail: 21 ms in a torch.compile'd loop's
+0.36 s on the H200), not waiting for data every step.
 
 Fix: `DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=...)`, pinned
 memory, prefetch to the GPU on a side stream, decode on the GPU, and cache preprocessed data."
@@ -91,7 +95,13 @@ impl InputStarved {
         // as on the whole-run path.
         // Shares: the device time is what was recorded (sampled, a part of the steady
         // state), the faults are counted over the run.
-        let host_idle = g.idle.get(&IdleKind::Host).copied().unwrap_or(0);
+        // A one-off stall is not starvation, as a one-off pause is not (issue 13).
+        let host_idle = g
+            .idle
+            .get(&IdleKind::Host)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(g.host_stall_ns);
         let impact = (share(host_idle, g.ns) - share(um_fault_wait_ns(p), s.ns)).max(0.0);
         if in_driver >= HOST_IN_DRIVER_MAX || impact < 0.01 {
             return Outcome::Clear;
@@ -108,6 +118,7 @@ impl InputStarved {
                 FIX,
             )
             .evidence("host_idle_ns", host_idle)
+            .evidence("host_stall_ns", g.host_stall_ns)
             .evidence("steady_device_ns", g.ns)
             .evidence("host_in_driver_share", in_driver),
         )
