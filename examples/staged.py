@@ -412,19 +412,19 @@ def healthy_pauses(nvtx):
     return loop
 
 
-def compiled_mlp(compile):
+def mlp(use_compile):
     # A bf16 MLP under torch.compile: the first call compiles (Inductor, Triton JIT),
     # then every step is a few large fused kernels. The fix for a run this short: eager.
     model = torch.nn.Sequential(
         *[layer for _ in range(4) for layer in (torch.nn.Linear(4096, 4096), torch.nn.GELU())]
     ).cuda().bfloat16()
-    compiled = torch.compile(model) if compile else model
+    run = torch.compile(model) if use_compile else model
     x = torch.randn(8192, 4096, device="cuda", dtype=torch.bfloat16)
 
     def loop(n):
         with torch.no_grad():
             for _ in loop_steps(n):
-                compiled(x)
+                run(x)
     return loop
 
 
@@ -460,8 +460,8 @@ MODES = {
     "healthy-matmul": ("matmul", healthy_matmul, {}),
     "healthy-graph": ("graph", healthy_graph, {}),
     "healthy-pauses": ("pauses", lambda: healthy_pauses(NVTX), {}),
-    "torch-compile": ("compile", lambda: compiled_mlp(True), {}),
-    "torch-compile-eager": ("compile", lambda: compiled_mlp(False), {}),
+    "torch-compile": ("compile", lambda: mlp(True), {}),
+    "torch-compile-eager": ("compile", lambda: mlp(False), {}),
 }
 
 

@@ -11,6 +11,7 @@ use crate::phases::TimeAxis;
 use crate::profile::{ProcessInfo, Profile};
 use crate::rules::{gpu_shared, pcie_link_degraded};
 use gpuspy_format::gpu::Device;
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -50,12 +51,31 @@ pub struct Analysed {
     pub job: Job,
 }
 
+/// What the job's GPU busy share is a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BusyBase {
+    /// The steady state's device time, where the timelines have its GPU side.
+    SteadyState,
+    /// The activity span less its pauses of 1 s or more (`Activity::working_span_ns`).
+    WorkingSpan,
+}
+
+impl BusyBase {
+    pub fn describe(self) -> &'static str {
+        match self {
+            BusyBase::SteadyState => "the steady state's GPU time",
+            BusyBase::WorkingSpan => "the GPU's activity span",
+        }
+    }
+}
+
 /// The judgements on the whole job.
 pub struct Job {
     pub diagnosis: Diagnosis,
-    /// Kernel busy share of the steady state where the timelines have its GPU side, else
-    /// of the GPU's working span, over every device with CUPTI activity.
+    /// Kernel busy share, over every device with CUPTI activity, of `gpu_busy_of`.
     pub gpu_busy_share: Option<f64>,
+    pub gpu_busy_of: Option<BusyBase>,
     /// No warning, and the GPU was busy: see `GPU_BOUND_IDLE` (judged on the steady state
     /// where the timelines have its GPU side).
     pub gpu_bound: bool,
@@ -132,6 +152,11 @@ pub fn job(p: &Profile) -> Job {
         gpu_busy_share: steady_gpu
             .map(|g| crate::diagnose::share(g.busy_ns, g.ns))
             .or(idle.map(|i| 1.0 - i)),
+        gpu_busy_of: match (steady_gpu, idle) {
+            (Some(_), _) => Some(BusyBase::SteadyState),
+            (None, Some(_)) => Some(BusyBase::WorkingSpan),
+            (None, None) => None,
+        },
         unexplained_idle: steady_idle.filter(|&i| quiet && i >= UNEXPLAINED_IDLE),
         time_axis,
         gpu_use: gpm::gpu_use(p),

@@ -112,7 +112,8 @@ impl IdleKind {
 /// Where a process's start-up time went.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Startup {
-    /// From the process start to the first window with GPU work.
+    /// From the process start to the first window with work and a launch (a call, where
+    /// the process launched nothing).
     pub ns: u64,
     /// `cuInit` and context creation; module loading, linking and JIT; other driver calls;
     /// the rest (imports, host set-up: outside the driver).
@@ -128,7 +129,8 @@ pub struct ProcessAxis {
     pub phases: Vec<Phase>,
     pub startup: Startup,
     /// Whether it launched kernels or kept a GPU busy (`gpu_work`); a launcher's agent or
-    /// a compile worker does not, and is all start-up.
+    /// a compile worker does not (its phases follow its calls), and is left out of the
+    /// job's phases and steady state.
     pub gpu_work: bool,
     /// Per window of its timeline: whether it is in the steady state.
     steady: Vec<bool>,
@@ -146,10 +148,10 @@ pub struct SteadyGpu {
     /// A copy or memset ran and no kernel did.
     pub transfer_ns: u64,
     pub idle: BTreeMap<IdleKind, u64>,
-    /// The `Host` idle of one steady window that holds twice as much of it as all the
-    /// others together, in a steady state of three or more windows with device time: a
-    /// one-off stall of the host (a garbage collection, a compile's tail), not a per-step
-    /// wait. 0 where none does.
+    /// Per process, the `Host` idle (over its devices) of one steady window that holds
+    /// twice as much of it as all its other steady windows together, among three or more
+    /// with device time: a one-off stall of the host (a garbage collection, a compile's
+    /// tail), not a per-step wait; summed over the processes, 0 where none has one.
     pub host_stall_ns: u64,
 }
 
@@ -307,7 +309,11 @@ pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
         ([Some(only)], _) => only.phases.clone(),
         // One process did the GPU work: the job's phases are its phases, named, from the
         // first process's start to the last one's dump.
-        (_, [one]) => spanning(one.phases.clone(), start, stop),
+        (_, [one]) => {
+            let mut phases = one.phases.clone();
+            stretch(&mut phases, start, stop);
+            phases
+        }
         _ => named(job_phases(&together, start, stop), &working),
     };
     // Processes that never ran steadily together (clocks apart by more than their overlap,
@@ -593,35 +599,7 @@ fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
             }),
         }
     }
-    // Start-up runs from the process start, teardown to its dump.
-    match phases.first_mut() {
-        Some(f) if f.kind == PhaseKind::Startup => f.start_unix_ns = p.start_unix_ns,
-        _ if t.start_unix_ns > p.start_unix_ns => phases.insert(
-            0,
-            Phase {
-                kind: PhaseKind::Startup,
-                name: None,
-                start_unix_ns: p.start_unix_ns,
-                end_unix_ns: t.start_unix_ns,
-            },
-        ),
-        _ => {}
-    }
-    match phases.last_mut() {
-        Some(l) if l.kind == PhaseKind::Teardown || l.kind == PhaseKind::Startup => {
-            l.end_unix_ns = p.stop_unix_ns
-        }
-        Some(l) if l.end_unix_ns < p.stop_unix_ns => {
-            let start = l.end_unix_ns;
-            phases.push(Phase {
-                kind: PhaseKind::Teardown,
-                name: None,
-                start_unix_ns: start,
-                end_unix_ns: p.stop_unix_ns,
-            })
-        }
-        _ => {}
-    }
+    stretch(&mut phases, p.start_unix_ns, p.stop_unix_ns);
     let h = &t.host;
     let in_startup: Vec<usize> = (0..w.n).filter(|&i| labels[i] == Label::Startup).collect();
     let sum = |s: &[u64]| total(in_startup.iter().map(|&i| at(s, i)));
@@ -692,9 +670,10 @@ fn job_phases(steady: &[(u64, u64)], start: u64, stop: u64) -> Vec<Phase> {
     phases
 }
 
-/// `phases` stretched to `[start, stop)`: start-up from `start` and teardown to `stop`
-/// (each added where the phases begin or end otherwise).
-fn spanning(mut phases: Vec<Phase>, start: u64, stop: u64) -> Vec<Phase> {
+/// Stretches `phases` over `[start, stop)`: start-up from `start`, teardown (or the
+/// start-up of a process that never worked) to `stop`, each added where the phases begin
+/// later or end earlier with another kind.
+fn stretch(phases: &mut Vec<Phase>, start: u64, stop: u64) {
     let phase = |kind, start_unix_ns, end_unix_ns| Phase {
         kind,
         name: None,
@@ -710,14 +689,15 @@ fn spanning(mut phases: Vec<Phase>, start: u64, stop: u64) -> Vec<Phase> {
         _ => {}
     }
     match phases.last_mut() {
-        Some(l) if l.kind == PhaseKind::Teardown => l.end_unix_ns = l.end_unix_ns.max(stop),
+        Some(l) if l.kind == PhaseKind::Teardown || l.kind == PhaseKind::Startup => {
+            l.end_unix_ns = stop
+        }
         Some(l) if l.end_unix_ns < stop => {
             let last = l.end_unix_ns;
             phases.push(phase(PhaseKind::Teardown, last, stop))
         }
         _ => {}
     }
-    phases
 }
 
 /// The job's pauses named after a process's named pause (a JIT compile, an NVTX
@@ -747,8 +727,7 @@ fn steady_state(
 ) -> SteadyState {
     let mut s = SteadyState::default();
     let mut gpu: Option<SteadyGpu> = None;
-    // Per steady window with device time, of every device: its `Host` idle.
-    let mut host_idle: Vec<u64> = Vec::new();
+    let mut host_stall = 0;
     let mut accounted_total = 0;
     let mut syncs: Vec<u64> = Vec::new();
     // Per step-like range name: the steps that ended in the steady state, and its time in
@@ -772,8 +751,9 @@ fn steady_state(
             let (start, end) = w.span(i);
             axis.steady.get(i) == Some(&true) && inside(start + (end - start) / 2)
         };
-        // The cause of an idle gap that fills window `j` outside the steady state: idle
-        // under one cause, without a kernel. A steady window beside it holds that gap's
+        // The cause of an idle gap that fills window `j` outside the process's steady state
+        // (outside the job's common span it still ran its loop): idle under one cause,
+        // without a kernel. A steady window beside it holds that gap's
         // beginning (the loop's end, a pause's start) or its end (the loop's start after
         // set-up or a JIT compile): its idle of that cause is the gap's, not an idle share
         // of the loop. In a short run a window is 40-160 ms: the idle after a healthy
@@ -781,7 +761,7 @@ fn steady_state(
         // after syncs on the H200), and the idle of its compile, the first loop window
         // (input-starved 38 %, bench/results/gpu-2026-12-01-session11-phases-3).
         let gap = |d: &DeviceWindows, j: Option<usize>| {
-            let j = j.filter(|&j| j < w.n && !counted(j))?;
+            let j = j.filter(|&j| j < w.n && axis.steady.get(j) != Some(&true))?;
             let accounted = accounted_ns(d, j);
             if at(&d.busy_ns, j) > 0 || accounted == 0 {
                 return None;
@@ -793,6 +773,8 @@ fn steady_state(
         };
         let mut steady_ns = 0;
         let mut ended = vec![0u64; step_ranges.len()];
+        // Per steady window with device time: its `Host` idle, over the devices.
+        let mut host_idle: Vec<u64> = Vec::new();
         for i in (0..w.n).filter(|&i| counted(i)) {
             let (start, end) = w.span(i);
             let len = end - start;
@@ -803,20 +785,17 @@ fn steady_state(
             s.host.add(h, i);
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
+            let mut window_host = None;
             for d in &t.devices {
                 let accounted = accounted_ns(d, i);
                 if accounted == 0 {
                     continue;
                 }
                 let edges = [gap(d, i.checked_sub(1)), gap(d, Some(i + 1))];
-                let edge_idle = |s: &IdleSeries| {
-                    if edges.contains(&Some(s.cause)) {
-                        at(&s.ns, i)
-                    } else {
-                        0
-                    }
-                };
-                let removed: u64 = d.idle_ns.iter().map(edge_idle).sum();
+                let edge = |s: &&IdleSeries| edges.contains(&Some(s.cause));
+                // The idle of a cause, less an edge's: all of it, or none.
+                let kept = |s: &IdleSeries| if edge(&s) { 0 } else { at(&s.ns, i) };
+                let removed = total(d.idle_ns.iter().filter(edge).map(|s| at(&s.ns, i)));
                 let g = gpu.get_or_insert_with(SteadyGpu::default);
                 g.ns += len - scale(removed, len, accounted);
                 accounted_total += accounted - removed;
@@ -832,20 +811,26 @@ fn steady_state(
                         IdleCause::Host => IdleKind::Host,
                         IdleCause::Unknown => IdleKind::Unknown,
                     };
-                    let ns = at(&series.ns, i) - edge_idle(series);
+                    let ns = kept(series);
                     if ns > 0 {
                         *g.idle.entry(kind).or_default() += ns;
                     }
                 }
-                host_idle.push(
-                    d.idle_ns
-                        .iter()
-                        .filter(|s| s.cause == IdleCause::Host && !launching)
-                        .map(|s| at(&s.ns, i) - edge_idle(s))
-                        .sum(),
-                );
+                let host = if launching {
+                    0
+                } else {
+                    total(
+                        d.idle_ns
+                            .iter()
+                            .filter(|s| s.cause == IdleCause::Host)
+                            .map(kept),
+                    )
+                };
+                *window_host.get_or_insert(0) += host;
             }
+            host_idle.extend(window_host);
         }
+        host_stall += stall(&host_idle);
         for e in &t.recent_blocking {
             let explicit = matches!(
                 e.kind,
@@ -868,20 +853,28 @@ fn steady_state(
             }
         }
     }
+    if let Some(g) = gpu.as_mut() {
+        g.host_stall_ns = host_stall;
+    }
     // A GPU never seen working in the steady state has no gaps that a host event opened:
     // its idle time is all one stretch, cut only where sampling periods begin, and a sync
     // that happens to return there would claim all of it. Judge from the host side then.
-    let largest = host_idle.iter().copied().max().unwrap_or(0);
-    if let Some(g) = gpu.as_mut().filter(|_| host_idle.len() >= 3) {
-        if largest > 2 * (total(host_idle.iter().copied()) - largest) {
-            g.host_stall_ns = largest;
-        }
-    }
     s.gpu = gpu
         .map(|g| g.scaled(accounted_total))
         .filter(|g| g.busy_ns > 0);
     s.step = step(&nvtx, syncs);
     s
+}
+
+/// A one-off stall in one process's `Host` idle per steady window (`SteadyGpu::host_stall_ns`):
+/// the window's idle where it is over twice all the others' together, among three or more.
+fn stall(host_idle: &[u64]) -> u64 {
+    let largest = host_idle.iter().copied().max().unwrap_or(0);
+    if host_idle.len() >= 3 && largest > 2 * (total(host_idle.iter().copied()) - largest) {
+        largest
+    } else {
+        0
+    }
 }
 
 /// The steady state's step: its time over the steps of the step-like NVTX range with the

@@ -3,6 +3,7 @@
 //! script `html/view.js` (hand-written SVG, no library, no network); this file only picks
 //! what the page shows and escapes it. docs/views.md says what each chart reads.
 
+use crate::analyse::BusyBase;
 use crate::cmd_diff::DiffReport;
 use crate::diagnose::{Finding, LayerStatus};
 use crate::report::{ActivityFigures, ApiRow, CopyRow, ProcessRow, RankVerdicts, Report, SyncRow};
@@ -32,6 +33,7 @@ struct ReportPage<'r> {
     verdict: Option<&'static str>,
     gpu_bound: bool,
     gpu_busy_share: Option<f64>,
+    gpu_busy_of: Option<&'static str>,
     findings: &'r [Finding],
     layers: &'r [LayerStatus],
     apis: Vec<ApiRow<'r>>,
@@ -148,6 +150,7 @@ pub fn write_report(r: &Report, out: impl Write) -> anyhow::Result<()> {
         verdict: r.verdict,
         gpu_bound: r.gpu_bound,
         gpu_busy_share: r.gpu_busy_share,
+        gpu_busy_of: r.gpu_busy_of.map(BusyBase::describe),
         findings: &r.findings,
         layers: &r.layers,
         apis: r.apis.rows().take(API_HISTOGRAMS).collect(),

@@ -2,6 +2,7 @@
 //! figure shown is in the report (and so in `--json`), this file only chooses units and
 //! layout (`numbers` below checks that).
 
+use crate::analyse::BusyBase;
 use crate::diagnose::{Finding, Severity};
 use crate::gpm::GpuUse;
 use crate::phases::StepSource;
@@ -153,7 +154,7 @@ fn diagnosis(out: &mut String, r: &Report) {
             call_sites(out, f, "  ");
         }
         None => {
-            let of = busy_of(r);
+            let of = r.gpu_busy_of.map_or("", BusyBase::describe);
             let _ = match r.gpu_busy_share {
                 _ if r.unexplained_idle.is_some() => writeln!(
                     out,
@@ -223,15 +224,6 @@ const CALL_SITES_SHOWN: usize = 3;
 
 /// "sync-stalled: 96 % of the blocked time at train.py:42 in step() (30 calls)", per line
 /// of Python behind the finding.
-/// What `gpu_busy_share` is a share of (`analyse::Job`).
-fn busy_of(r: &Report) -> &'static str {
-    if r.steady_state.as_ref().is_some_and(|s| s.gpu_ns.is_some()) {
-        "the steady state's GPU time"
-    } else {
-        "the GPU's activity span"
-    }
-}
-
 fn call_sites(out: &mut String, f: &Finding, indent: &str) {
     for site in f.call_sites.iter().take(CALL_SITES_SHOWN) {
         let file = site.file.rsplit('/').next().unwrap_or(&site.file);

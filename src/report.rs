@@ -4,7 +4,7 @@
 //! A renderer reads only this type: a figure it needs and cannot find here belongs here,
 //! computed in `Report::new`, not in the renderer.
 
-use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, Imbalance};
+use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, BusyBase, Imbalance};
 use crate::collectives::{collectives, link_peak};
 use crate::diagnose::{Finding, LayerStatus};
 use crate::gpm::{GpmShares, GpuUse};
@@ -69,6 +69,8 @@ pub struct Report<'a> {
     /// No warning and the GPU busy (analyse::GPU_BOUND_IDLE).
     pub gpu_bound: bool,
     pub gpu_busy_share: Option<f64>,
+    /// What `gpu_busy_share` is a share of: `steady-state` or `working-span`.
+    pub gpu_busy_of: Option<BusyBase>,
     /// How much of the GPU the kernels used, from GPM (analyse::Job::gpu_use).
     pub gpu_use: Option<GpuUse>,
     pub findings: Vec<Finding>,
@@ -648,6 +650,7 @@ impl<'a> Report<'a> {
             verdict: d.verdict().map(|f| f.id),
             gpu_bound: a.job.gpu_bound,
             gpu_busy_share: a.job.gpu_busy_share,
+            gpu_busy_of: a.job.gpu_busy_of,
             gpu_use: a.job.gpu_use,
             findings: d.findings.clone(),
             layers: d.layers.clone(),

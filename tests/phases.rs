@@ -245,6 +245,7 @@ fn a_normal_start_up_then_a_quiet_loop_gets_no_warning() {
     // The busy share the verdict gives is the steady state's (the dump has no whole-run
     // GPU section, so none other exists).
     assert_eq!(r["gpu_busy_share"], 0.98);
+    assert_eq!(r["gpu_busy_of"], "steady-state");
     assert!(
         text.contains("GPU-bound. Kernels ran 98.0 % of the steady state's GPU time"),
         "{text}"
@@ -462,9 +463,9 @@ fn a_one_off_host_stall_in_a_short_loop_is_not_input_starvation() {
 #[test]
 fn a_compile_worker_beside_the_program_changes_neither_its_phases_nor_its_verdict() {
     // torch.compile's worker pool is a second process that makes driver calls and no GPU
-    // work, alive 10 s from 0.2 s on (longer than the program's 1.49 s). The job's phases
-    // are the program's, its JIT pause named; its start-up is the program's, not the
-    // worker's life; slow-startup weighs the program's wall time only.
+    // work, alive 10 s from 0.2 s on (longer than the program's 1.49 s), its calls 9 s in.
+    // The job's phases are the program's, its JIT pause named; its start-up is the
+    // program's, not the worker's 9 s; slow-startup weighs the program's wall time only.
     let dir = tempfile::tempdir().unwrap();
     let alone = write_dump(dir.path(), "gpuspy-1.json", &dump(&jit_gap(), 0));
     let mut worker = crafted_dump(2, 0, 10, 0);
@@ -477,7 +478,7 @@ fn a_compile_worker_beside_the_program_changes_neither_its_phases_nor_its_verdic
         ..Timeline::default()
     };
     t.host.calls = vec![0; windows];
-    t.host.calls[0] = 441;
+    t.host.calls[900] = 441;
     t.host.launches = vec![0; windows];
     worker.timeline = Some(t);
     let worker = write_dump(dir.path(), "gpuspy-2.json", &worker);

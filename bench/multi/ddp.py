@@ -60,9 +60,11 @@ torch.cuda.synchronize()
 elapsed = time.perf_counter() - t0
 # The loop's time above its median step, in %: what rare events (a profiler's flushes and
 # switches) cost, measured within the process, with far less noise than loop times across
-# processes (bench/gpu/paired_summary.py).
-steps_s = [b - a for a, b in zip([t0] + ends, ends)]
-excess_pct = 100 * (sum(steps_s) / (len(steps_s) * sorted(steps_s)[len(steps_s) // 2]) - 1)
+# processes (bench/gpu/paired_summary.py). Without the first step, in which DDP rebuilds
+# its buckets.
+steps_s = [b - a for a, b in zip(ends, ends[1:])]
+median_s = sorted(steps_s)[len(steps_s) // 2] if steps_s else 0
+excess_pct = 100 * (sum(steps_s) / (len(steps_s) * median_s) - 1) if median_s else 0.0
 
 info = ddp._get_ddp_logging_data()
 

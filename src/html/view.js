@@ -297,7 +297,7 @@
         h("div", { class: "fix" }, `Estimated time lost: ${(f.impact * 100).toFixed(0)} %. Fix: `, h("code", {}, f.fix)));
     }
     const busy = r.gpu_busy_share;
-    const of = r.steady_state && r.steady_state.gpu_ns != null ? "the steady state's GPU time" : "the GPU's activity span";
+    const of = r.gpu_busy_of;
     const text = busy == null
       ? "Verdict: no blocking problem in the host-side data. The dumps have no GPU busy time, so a GPU-bound run cannot be confirmed."
       : r.gpu_bound

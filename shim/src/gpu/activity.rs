@@ -1350,20 +1350,16 @@ impl DeviceAgg {
             }
         }
         // Counts scaled like the kernels, but for the buckets from `unscaled_from` on.
-        let dense = |h: &Option<Box<[u64; hist::BUCKETS]>>, unscaled_from: u64| {
+        let dense = |h: &Option<Box<[u64; hist::BUCKETS]>>, unscaled_from: Option<u64>| {
             h.as_deref().map_or_else(
                 || Histogram(Vec::new()),
                 |d| {
+                    let unscaled =
+                        |i| unscaled_from.is_some_and(|from| hist::bucket_bounds(i).0 >= from);
                     let counts: Vec<u64> = d
                         .iter()
                         .enumerate()
-                        .map(|(i, &c)| {
-                            if hist::bucket_bounds(i).0 >= unscaled_from {
-                                c
-                            } else {
-                                n(c)
-                            }
-                        })
+                        .map(|(i, &c)| if unscaled(i) { c } else { n(c) })
                         .collect();
                     Histogram::from_dense(&counts)
                 },
@@ -1381,12 +1377,12 @@ impl DeviceAgg {
             kernel_ns: n(self.kernel_ns),
             busy_ns: n(busy.total),
             active_ns: n(active.total),
-            kernel_hist: dense(&self.kernel_hist, u64::MAX),
+            kernel_hist: dense(&self.kernel_hist, None),
             // The gaps between kernels recur with them; a pause (`Activity::pauses`) is one
             // event, seen whole in a slot the quiet program kept on, taken out of a span
             // that is not scaled: extrapolated, one 6.5 s pause counted 2 and the working
             // span read 0 (a torch.compile run on the H200, kernel factor 2.37).
-            gap_hist: dense(&self.gap_hist, PAUSE_NS),
+            gap_hist: dense(&self.gap_hist, Some(PAUSE_NS)),
             small_grid_kernels: None,
             small_grid_ns: None,
             grid_blocks: self
