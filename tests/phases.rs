@@ -23,6 +23,30 @@ fn times(n: usize, w: W) -> Vec<W> {
     vec![w; n]
 }
 
+/// 0.3 s of driver init.
+fn init() -> Vec<W> {
+    times(
+        30,
+        W {
+            init_ns: 10 * MS,
+            ..W::default()
+        },
+    )
+}
+
+/// A window of a GPU-bound loop: 20 launches, the GPU busy 9.9 ms of it and idle 0.1 ms
+/// with the host at work.
+const GPU_BOUND: W = W {
+    launches: 20,
+    launch_ns: 100_000,
+    module_ns: 0,
+    init_ns: 0,
+    blocked_ns: 0,
+    busy_ns: 9_900_000,
+    idle_after_sync: 0,
+    idle_host: 100_000,
+};
+
 /// A schema-2 dump of one process that starts at `EPOCH_NS` with window 0 and ends with
 /// the last window, whose timeline holds `windows` and whose whole-run records agree with
 /// them: the launches, the explicit syncs (`syncs` calls), module loading and init.
@@ -212,13 +236,7 @@ fn a_slow_module_loading_start_up_then_a_sync_stalled_loop_gets_sync_stalled_fir
 #[test]
 fn a_normal_start_up_then_a_quiet_loop_gets_no_warning() {
     // 0.3 s of driver init, 0.2 s of imports, then 2 s of a loop that keeps the GPU busy.
-    let mut w = times(
-        30,
-        W {
-            init_ns: 10 * MS,
-            ..W::default()
-        },
-    );
+    let mut w = init();
     w.extend(times(20, W::default()));
     w.extend(times(
         200,
@@ -310,13 +328,7 @@ fn a_launch_bound_short_script_gets_launch_bound_not_slow_startup() {
     // 0.4 s of imports, 0.3 s of init, 0.3 s of module loading, then 0.3 s of a loop
     // launching 30,000 kernels a second: the GPU busy 1 ms of every 10.
     let mut w = times(40, W::default());
-    w.extend(times(
-        30,
-        W {
-            init_ns: 10 * MS,
-            ..W::default()
-        },
-    ));
+    w.extend(init());
     w.extend(times(
         30,
         W {
@@ -349,21 +361,8 @@ fn a_launch_bound_short_script_gets_launch_bound_not_slow_startup() {
 /// 0.3 s of init, 0.2 s of loop, then 690 ms with the GPU idle and the host outside the
 /// driver (a Triton compile) ending in a module load, then 0.3 s of loop.
 fn jit_gap() -> Vec<W> {
-    let gpu_bound = W {
-        launches: 20,
-        launch_ns: 100_000,
-        busy_ns: 9_900_000,
-        idle_host: 100_000,
-        ..W::default()
-    };
-    let mut w = times(
-        30,
-        W {
-            init_ns: 10 * MS,
-            ..W::default()
-        },
-    );
-    w.extend(times(20, gpu_bound));
+    let mut w = init();
+    w.extend(times(20, GPU_BOUND));
     w.extend(times(
         69,
         W {
@@ -373,9 +372,9 @@ fn jit_gap() -> Vec<W> {
     ));
     w.push(W {
         module_ns: 2 * MS,
-        ..gpu_bound
+        ..GPU_BOUND
     });
-    w.extend(times(29, gpu_bound));
+    w.extend(times(29, GPU_BOUND));
     w
 }
 
@@ -420,25 +419,12 @@ fn a_one_off_host_stall_in_a_short_loop_is_not_input_starvation() {
     // 0.3 s of init, then 8 windows of a GPU-bound loop (0.1 ms of host idle each), one
     // of which the host stalled for the whole 10 ms (a garbage collection): 10.7 ms of
     // host idle in 80 ms, 13 %, but it is one stall, not a wait in every step.
-    let gpu_bound = W {
-        launches: 20,
-        launch_ns: 100_000,
-        busy_ns: 9_900_000,
-        idle_host: 100_000,
-        ..W::default()
-    };
-    let mut w = times(
-        30,
-        W {
-            init_ns: 10 * MS,
-            ..W::default()
-        },
-    );
-    w.extend(times(8, gpu_bound));
+    let mut w = init();
+    w.extend(times(8, GPU_BOUND));
     w[34] = W {
         busy_ns: 0,
         idle_host: 10 * MS,
-        ..gpu_bound
+        ..GPU_BOUND
     };
     let (r, _) = reports(&dump(&w, 0));
     assert_eq!(
@@ -453,7 +439,7 @@ fn a_one_off_host_stall_in_a_short_loop_is_not_input_starvation() {
     w[30..38].fill(W {
         busy_ns: 8_600_000,
         idle_host: 1_400_000,
-        ..gpu_bound
+        ..GPU_BOUND
     });
     let (r, _) = reports(&dump(&w, 0));
     assert_eq!(r["verdict"], "input-starved");
@@ -495,13 +481,7 @@ fn a_compile_worker_beside_the_program_changes_neither_its_phases_nor_its_verdic
 #[test]
 fn a_large_unexplained_idle_share_is_said_so() {
     // The GPU idles 45 % of the loop in gaps the shim could not attribute.
-    let mut w = times(
-        30,
-        W {
-            init_ns: 10 * MS,
-            ..W::default()
-        },
-    );
+    let mut w = init();
     w.extend(times(
         100,
         W {
