@@ -370,9 +370,13 @@ impl Activity {
         self.last_unix_ns.saturating_sub(self.first_unix_ns)
     }
 
-    /// Idle gaps of `PAUSE_NS` or more: how many, and their approximate total.
+    /// Idle gaps of `PAUSE_NS` or more: how many, and their approximate total, at most the
+    /// span's time without activity (bucket midpoints can overshoot it, and dumps before
+    /// 2026-12-01's session 12 extrapolated pauses under sampling: a torch.compile run's
+    /// 6.5 s pause, counted twice, left a working span of 0 in an 8.6 s span).
     pub fn pauses(&self) -> (u64, u64) {
-        self.gap_hist.at_least(PAUSE_NS)
+        let (count, ns) = self.gap_hist.at_least(PAUSE_NS);
+        (count, ns.min(self.span_ns().saturating_sub(self.active_ns)))
     }
 
     /// The span less its pauses: the time the GPU was working or waiting within steps,
@@ -516,6 +520,29 @@ mod tests {
         ] {
             assert_eq!(nccl_collective(name), op, "{name}");
         }
+    }
+
+    #[test]
+    fn pauses_take_at_most_the_span_without_activity() {
+        // A 10 s span with 1 s of activity and two gaps of about 6.5 s in the histogram
+        // (one pause, extrapolated twice by a dump before session 12).
+        let six_and_a_half = crate::hist::bucket_index(6_500_000_000);
+        let mut a = Activity {
+            first_unix_ns: 0,
+            last_unix_ns: 10_000_000_000,
+            busy_ns: 900_000_000,
+            active_ns: 1_000_000_000,
+            gap_hist: Histogram(vec![(six_and_a_half as u32, 2)]),
+            ..Activity::default()
+        };
+        assert_eq!(a.pauses(), (2, 9_000_000_000));
+        assert_eq!(a.working_span_ns(), 1_000_000_000);
+        assert_eq!(a.busy_share(), Some(0.9));
+        // One such pause: its bucket's midpoint, within the bound.
+        a.gap_hist = Histogram(vec![(six_and_a_half as u32, 1)]);
+        let (count, ns) = a.pauses();
+        assert_eq!(count, 1);
+        assert!(ns.abs_diff(6_500_000_000) < 300_000_000, "{ns}");
     }
 
     #[test]
