@@ -274,6 +274,20 @@ pub struct TimeAxis {
     pub steady: Option<SteadyState>,
 }
 
+impl TimeAxis {
+    /// The processes the job is judged by, with their index in the profile: those that
+    /// used a GPU, or every one with a timeline where none did. A compile worker or a
+    /// launcher's agent beside the program is neither the job's start-up nor its wall time.
+    pub fn judged(&self) -> impl Iterator<Item = (usize, &ProcessAxis)> {
+        let any_gpu = self.processes.iter().flatten().any(|a| a.gpu_work);
+        self.processes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| Some((i, a.as_ref()?)))
+            .filter(move |(_, a)| a.gpu_work || !any_gpu)
+    }
+}
+
 /// The time axis of `p`; None when no dump has a timeline (schema 1), where every judgement
 /// keeps the whole-run model.
 pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
@@ -753,10 +767,9 @@ fn steady_state(
         };
         // The cause of an idle gap that fills window `j` outside the process's steady state
         // (outside the job's common span it still ran its loop): idle under one cause,
-        // without a kernel. A steady window beside it holds that gap's
-        // beginning (the loop's end, a pause's start) or its end (the loop's start after
-        // set-up or a JIT compile): its idle of that cause is the gap's, not an idle share
-        // of the loop. In a short run a window is 40-160 ms: the idle after a healthy
+        // without a kernel. A steady window beside it holds that gap's beginning (the
+        // loop's end, a pause's start) or its end (the loop's start after set-up or a JIT
+        // compile): its idle of that cause is the gap's, not an idle share of the loop. In a short run a window is 40-160 ms: the idle after a healthy
         // torch.compile loop's final sync filled half its last steady window (9.7 % idle
         // after syncs on the H200), and the idle of its compile, the first loop window
         // (input-starved 38 %, bench/results/gpu-2026-12-01-session11-phases-3).
@@ -791,6 +804,7 @@ fn steady_state(
                 if accounted == 0 {
                     continue;
                 }
+                let host = window_host.get_or_insert(0);
                 let edges = [gap(d, i.checked_sub(1)), gap(d, Some(i + 1))];
                 let edge = |s: &&IdleSeries| edges.contains(&Some(s.cause));
                 // The idle of a cause, less an edge's: all of it, or none.
@@ -815,18 +829,10 @@ fn steady_state(
                     if ns > 0 {
                         *g.idle.entry(kind).or_default() += ns;
                     }
+                    if kind == IdleKind::Host {
+                        *host += ns;
+                    }
                 }
-                let host = if launching {
-                    0
-                } else {
-                    total(
-                        d.idle_ns
-                            .iter()
-                            .filter(|s| s.cause == IdleCause::Host)
-                            .map(kept),
-                    )
-                };
-                *window_host.get_or_insert(0) += host;
             }
             host_idle.extend(window_host);
         }

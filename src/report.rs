@@ -519,14 +519,12 @@ impl<'a> Report<'a> {
             phases: axis.map_or_else(Vec::new, |x| {
                 x.phases.iter().map(|ph| PhaseRow::of(ph, origin)).collect()
             }),
-            // The longest start-up of a process that used a GPU (a compile worker's life is
-            // all start-up), of any where none did.
+            // The longest start-up of the processes the job is judged by.
             startup: axis.and_then(|x| {
-                x.processes
-                    .iter()
-                    .flatten()
-                    .max_by_key(|pa| (pa.gpu_work, pa.startup.ns))
-                    .map(|pa| pa.startup.clone())
+                x.judged()
+                    .map(|(_, pa)| &pa.startup)
+                    .max_by_key(|st| st.ns)
+                    .cloned()
             }),
             steady_state: axis.and_then(|x| x.steady.as_ref()).map(steady_row),
             unexplained_idle: a.job.unexplained_idle,

@@ -94,18 +94,9 @@ warm): in a run this short, compare it with eager mode."
 impl SlowStartup {
     /// The judgement on the phases of timelines.
     fn on_axis(&self, p: &Profile, axis: &TimeAxis) -> Outcome {
-        // The processes with a timeline that used a GPU, where any did: a compile worker or
-        // a launcher's agent runs beside them, and its wall time is not the job's
-        // (torch.compile's worker pool, alive 7-12 s of an 18-29 s run, held its JIT share
-        // under 25 %). A process without a timeline has no phases to judge.
-        let any_gpu = axis.processes.iter().flatten().any(|a| a.gpu_work);
-        let judged: Vec<_> = p
-            .processes
-            .iter()
-            .zip(&axis.processes)
-            .filter_map(|(x, a)| Some((x, a.as_ref()?)))
-            .filter(|(_, a)| a.gpu_work || !any_gpu)
-            .collect();
+        // torch.compile's worker pool, alive 7-12 s of an 18-29 s run, held its JIT share
+        // under 25 % when its wall time counted.
+        let judged: Vec<_> = axis.judged().map(|(i, a)| (&p.processes[i], a)).collect();
         let eager_contexts = total(judged.iter().map(|(x, _)| x.eager_context_ns));
         let init =
             total(judged.iter().map(|(_, a)| a.startup.init_ns)).saturating_sub(eager_contexts);
