@@ -426,12 +426,53 @@ fn by_default_activity_is_sampled_and_counts_are_extrapolated() {
     // Back-to-back kernels of 5 µs: busy time is their time, extrapolated alike.
     let busy = a["busy_ns"].as_f64().unwrap();
     assert!((busy / (got * 5e3) - 1.0).abs() < 1e-3, "{busy}");
-    // The unified-memory counters came on at the managed allocation, for a 20 ms slot in
-    // every 1.28 s: faults are seen and scaled back up. Two slots of a busy loop on a loaded
+    // The unified-memory counters came on at the first launch after the managed
+    // allocation, for a 20 ms slot in every 1.28 s: faults are seen and scaled back up. Two slots of a busy loop on a loaded
     // machine are a small sample, so only the order of magnitude is checked; the scaling
     // is exact in the unit test.
     let um = g["unified_memory"]["cpu_page_faults"].as_f64().unwrap();
     assert!(um > faults / 3.0 && um < faults * 3.0, "{um} of {faults}");
+}
+
+#[test]
+fn the_unified_memory_counters_come_on_with_the_first_launch_after_the_allocation() {
+    // 300 ms of host set-up faults (the host filling the memory), then the stream. Begun at
+    // the allocation, the counters' first slot saw only such set-up faults in every round
+    // of the H200's staged managed loops, scaled up to the whole run, heavy or prefetched.
+    let run = run("cupti_stream", &["1500", "managed", "setup"], &[]);
+    let dumps = run.dumps();
+    let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
+    let series = |v: &Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .collect()
+    };
+    let t = &dump["timeline"];
+    let first_launch = series(&t["host"]["launches"])
+        .iter()
+        .position(|&n| n > 0)
+        .unwrap();
+    let um = &t["unified_memory"];
+    let (on, faults) = (series(&um["observed_ns"]), series(&um["cpu_page_faults"]));
+    assert!(first_launch > 0, "{t}");
+    assert!(on[..first_launch].iter().all(|&n| n == 0), "{um}");
+    assert!(faults[..first_launch].iter().all(|&n| n == 0), "{um}");
+    assert!(
+        on.iter().sum::<u64>() > 0 && faults.iter().sum::<u64>() > 0,
+        "{um}"
+    );
+    // Scaled, the stream's faults alone: one a millisecond, as the program made them (the
+    // order of magnitude, as in the test above).
+    let scaled = dump["gpu"]["unified_memory"]["cpu_page_faults"]
+        .as_f64()
+        .unwrap();
+    let made = made(&run).1;
+    assert!(
+        scaled > made / 3.0 && scaled < made * 3.0,
+        "{scaled} of {made}"
+    );
 }
 
 #[test]
@@ -541,7 +582,7 @@ fn with_managed_memory_the_traced_kinds_are_on_one_slot_in_eight() {
     let note = g["cupti"]["note"].as_str().unwrap();
     assert!(note.contains("switched the traced kinds off"), "{note}");
     assert!(!note.contains("detached"), "{note}");
-    // On at the first managed allocation, off 20 ms later, and so on: how long the
+    // On at the first launch after the managed allocation, off 20 ms later, and so on: how long the
     // longest switch took is told.
     assert!(
         note.contains("switched the unified-memory counters ")

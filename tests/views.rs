@@ -84,7 +84,6 @@ fn timeline_dump(rank: u32, run_s: u64) -> Dump {
             kernels: vec![80; n],
             transfer_ns: vec![0; n],
             copy_bytes: vec![0; n],
-            um_faults: vec![0; n],
             idle_ns: vec![
                 IdleSeries {
                     cause: IdleCause::AfterSync,

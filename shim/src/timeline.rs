@@ -19,11 +19,12 @@
 
 use crate::clock::{self, Anchor};
 use crate::forklock::{ForkLock, Guard};
+use crate::gpu::activity::GpuWindows;
 use crate::hooks::{ALL_HOOKS, HOOK_COUNT};
 use crate::record::{self, Series, ThreadStats, Written};
 use gpuspy_format::timeline::{
-    merge_pairs, CauseSeries, CopySeries, DeviceWindows, HostWindows, ThreadInCall, Timeline,
-    FIRST_WINDOW_NS, SAMPLED_EVENTS, WINDOWS,
+    merge_pairs, CauseSeries, CopySeries, HostWindows, ThreadInCall, Timeline, FIRST_WINDOW_NS,
+    SAMPLED_EVENTS, WINDOWS,
 };
 use gpuspy_format::{Direction, Dump, HostKind, SyncCause};
 use std::sync::atomic::Ordering::*;
@@ -407,8 +408,8 @@ pub fn assemble(mut table: Guard<'static, Table>, dump: &Dump) -> Option<Timelin
         ..Timeline::default()
     };
     drop(table);
-    let (device_window_ns, devices) = crate::gpu::timeline_devices(timeline.start_unix_ns);
-    add_devices(&mut timeline, device_window_ns, devices);
+    let gpu = crate::gpu::timeline_gpu(timeline.start_unix_ns);
+    add_gpu(&mut timeline, gpu);
     if let Some((longest, recent, lost)) = crate::events::samples() {
         timeline.longest_blocking = longest;
         timeline.recent_blocking = recent;
@@ -420,38 +421,41 @@ pub fn assemble(mut table: Guard<'static, Table>, dump: &Dump) -> Option<Timelin
     Some(timeline)
 }
 
-/// Brings host and device series to the coarser of the two widths (both double from
-/// `FIRST_WINDOW_NS`) and to one length.
-fn add_devices(
-    timeline: &mut Timeline,
-    mut device_window_ns: u64,
-    mut devices: Vec<DeviceWindows>,
-) {
-    if devices.is_empty() {
+/// Brings the host's and the GPU side's series to the coarser of the two widths (both
+/// double from `FIRST_WINDOW_NS`) and to one length.
+fn add_gpu(timeline: &mut Timeline, gpu: GpuWindows) {
+    let GpuWindows {
+        mut window_ns,
+        mut devices,
+        mut unified_memory,
+    } = gpu;
+    if devices.is_empty() && unified_memory.is_none() {
         return;
     }
-    while timeline.window_ns < device_window_ns {
+    while timeline.window_ns < window_ns {
         timeline.host.series_mut().into_iter().for_each(merge_pairs);
         timeline.window_ns *= 2;
     }
-    while device_window_ns < timeline.window_ns {
-        for d in &mut devices {
-            d.series_mut().into_iter().for_each(merge_pairs);
+    while window_ns < timeline.window_ns {
+        let um = unified_memory.iter_mut().flat_map(|u| u.series_mut());
+        for s in devices.iter_mut().flat_map(|d| d.series_mut()).chain(um) {
+            merge_pairs(s);
         }
-        device_window_ns *= 2;
+        window_ns *= 2;
     }
     timeline.devices = devices;
-    let windows = timeline.host.calls.len().max(
-        timeline
-            .devices
-            .iter_mut()
-            .flat_map(|d| d.series_mut())
-            .map(|s| s.len())
-            .max()
-            .unwrap_or(0),
-    );
-    let device_series = timeline.devices.iter_mut().flat_map(|d| d.series_mut());
-    for s in timeline.host.series_mut().into_iter().chain(device_series) {
+    timeline.unified_memory = unified_memory;
+    let Timeline {
+        host,
+        devices,
+        unified_memory,
+        ..
+    } = timeline;
+    let mut series: Vec<&mut Vec<u64>> = host.series_mut();
+    series.extend(devices.iter_mut().flat_map(|d| d.series_mut()));
+    series.extend(unified_memory.iter_mut().flat_map(|u| u.series_mut()));
+    let windows = series.iter().map(|s| s.len()).max().unwrap_or(0);
+    for s in series {
         s.resize(windows, 0);
     }
 }
@@ -490,6 +494,7 @@ pub fn on_fork_child() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuspy_format::timeline::{DeviceWindows, UnifiedMemoryWindows};
 
     #[test]
     fn hooks_fall_in_their_families() {
@@ -735,7 +740,7 @@ mod tests {
     }
 
     #[test]
-    fn device_series_are_brought_to_the_coarser_width() {
+    fn gpu_series_are_brought_to_the_coarser_width() {
         let mut timeline = Timeline {
             window_ns: FIRST_WINDOW_NS,
             host: HostWindows {
@@ -748,10 +753,46 @@ mod tests {
             busy_ns: vec![10, 20],
             ..DeviceWindows::default()
         };
-        add_devices(&mut timeline, 2 * FIRST_WINDOW_NS, vec![device]);
+        let um = UnifiedMemoryWindows {
+            observed_ns: vec![4, 4],
+            ..UnifiedMemoryWindows::default()
+        };
+        let gpu = GpuWindows {
+            window_ns: 2 * FIRST_WINDOW_NS,
+            devices: vec![device],
+            unified_memory: Some(um),
+        };
+        add_gpu(&mut timeline, gpu);
         assert_eq!(timeline.window_ns, 2 * FIRST_WINDOW_NS);
         assert_eq!(timeline.host.calls, vec![3, 7, 5]);
         assert_eq!(timeline.devices[0].busy_ns, vec![10, 20, 0]);
         assert_eq!(timeline.devices[0].observed_ns, vec![0, 0, 0]);
+        let um = timeline.unified_memory.unwrap();
+        assert_eq!(um.observed_ns, vec![4, 4, 0]);
+        assert_eq!(um.bytes_dtoh, vec![0, 0, 0]);
+        // A host table coarser than the GPU side's: the GPU side is merged.
+        let mut timeline = Timeline {
+            window_ns: 2 * FIRST_WINDOW_NS,
+            host: HostWindows {
+                calls: vec![1],
+                ..HostWindows::default()
+            },
+            ..Timeline::default()
+        };
+        let um = UnifiedMemoryWindows {
+            observed_ns: vec![1, 2, 3],
+            ..UnifiedMemoryWindows::default()
+        };
+        let gpu = GpuWindows {
+            window_ns: FIRST_WINDOW_NS,
+            devices: Vec::new(),
+            unified_memory: Some(um),
+        };
+        add_gpu(&mut timeline, gpu);
+        let um = timeline.unified_memory.unwrap();
+        assert_eq!(
+            (timeline.host.calls, um.observed_ns),
+            (vec![1, 0], vec![3, 3])
+        );
     }
 }

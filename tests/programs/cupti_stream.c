@@ -10,10 +10,13 @@
  * Options after ARGV[1], any of: "managed"; "graph", a stream capture begins first (a CUDA
  * graph); "nccl", an NCCL communicator is made first; "paced", the ten kernels come every
  * 10 ms (1,000 a second: cheap enough to be recorded whole); "late", each burst's records
- * come 300 ms after it (a deep queue's buffers complete late), if the kind is on then. */
+ * come 300 ms after it (a deep queue's buffers complete late), if the kind is on then;
+ * "setup", with "managed": 300 ms of host set-up faults (the host filling the memory, no
+ * launch) before the stream, not counted in the faults printed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cuda_min.h"
 
 extern int fakecupti_enabled(unsigned kind);
@@ -46,6 +49,12 @@ int main(int argc, char **argv) {
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&context, 0)) return 1;
     CUdeviceptr p;
     if (managed && cuMemAllocManaged(&p, 1 << 20, 1)) return 3;
+    if (managed && has(argc, argv, "setup"))
+        for (unsigned long long t0 = fakecupti_now(), t = t0; t - t0 < 300000000; t = fakecupti_now()) {
+            fakecupti_um(3, 0x7f00);
+            struct timespec pause = {0, 1000000};
+            nanosleep(&pause, NULL);
+        }
     if (has(argc, argv, "graph") && cuStreamBeginCapture_v2(0, 0)) return 4;
     ncclUniqueId id;
     memset(&id, 0x5a, sizeof id);

@@ -65,6 +65,11 @@ pub struct Timeline {
     /// program's NVTX ranges, and gpuspy none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvtx_other_tool: Option<String>,
+    /// What CUPTI's unified-memory counters saw, once they were switched on (their records
+    /// name no CUDA device). Dumps before 2026-12-01's session 13 had the faults alone, on
+    /// the first device's entry, and only when CUPTI had recorded activity on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unified_memory: Option<UnifiedMemoryWindows>,
 }
 
 /// One thread's outermost intercepted call, not yet returned.
@@ -81,6 +86,9 @@ impl Timeline {
         self.host.series_mut().into_iter().for_each(merge_pairs);
         for device in &mut self.devices {
             device.series_mut().into_iter().for_each(merge_pairs);
+        }
+        if let Some(um) = &mut self.unified_memory {
+            um.series_mut().into_iter().for_each(merge_pairs);
         }
         for ranges in &mut self.nvtx {
             merge_pairs(&mut ranges.ns);
@@ -163,8 +171,6 @@ pub struct DeviceWindows {
     pub transfer_ns: Vec<u64>,
     /// Bytes moved by copies the GPU ran, any direction.
     pub copy_bytes: Vec<u64>,
-    /// Unified-memory page faults (CPU faults plus GPU fault groups).
-    pub um_faults: Vec<u64>,
     /// Observed idle time, per cause of the gap it belongs to; a cause appears only if it
     /// occurred. The idle time of a gap is put in the windows it spans.
     #[serde(default)]
@@ -185,10 +191,35 @@ impl DeviceWindows {
             &mut self.kernels,
             &mut self.transfer_ns,
             &mut self.copy_bytes,
-            &mut self.um_faults,
         ];
         all.extend(self.idle_ns.iter_mut().map(|i| &mut i.ns));
         all
+    }
+}
+
+/// The unified-memory counters per window of the same table: how long they were on (by
+/// default they are sampled), and the faults and migrations they recorded meanwhile, by
+/// the time of each record. Not scaled: a reader scales a stretch's counts by its time
+/// over its `observed_ns`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct UnifiedMemoryWindows {
+    pub observed_ns: Vec<u64>,
+    pub cpu_page_faults: Vec<u64>,
+    pub gpu_page_fault_groups: Vec<u64>,
+    pub bytes_htod: Vec<u64>,
+    pub bytes_dtoh: Vec<u64>,
+}
+
+impl UnifiedMemoryWindows {
+    /// Every series of the table.
+    pub fn series_mut(&mut self) -> Vec<&mut Vec<u64>> {
+        vec![
+            &mut self.observed_ns,
+            &mut self.cpu_page_faults,
+            &mut self.gpu_page_fault_groups,
+            &mut self.bytes_htod,
+            &mut self.bytes_dtoh,
+        ]
     }
 }
 

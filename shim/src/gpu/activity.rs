@@ -38,8 +38,8 @@ use gpuspy_format::gpu::{
 };
 use gpuspy_format::hist::{self, Histogram};
 use gpuspy_format::timeline::{
-    self, DeviceWindows, HostEvent, HostEventKind, IdleCause, IdleGap, IdleSeries, FIRST_WINDOW_NS,
-    LONG_GAP_NS, SAMPLED_EVENTS, WINDOWS,
+    self, DeviceWindows, HostEvent, HostEventKind, IdleCause, IdleGap, IdleSeries,
+    UnifiedMemoryWindows, FIRST_WINDOW_NS, LONG_GAP_NS, SAMPLED_EVENTS, WINDOWS,
 };
 use gpuspy_format::SyncCause;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -220,9 +220,9 @@ pub struct Aggregator {
     to_unix_ns: i64,
     devices: BTreeMap<u32, DeviceAgg>,
     unified_memory: Option<UnifiedMemory>,
-    /// Unified-memory faults per window (of their own grid); CUPTI's counter records name
-    /// no CUDA device, so they go to the first device's windows.
-    um_faults: Series,
+    /// The unified-memory counters per window (of their own grid): when they were on, and
+    /// what they recorded.
+    um: UmSeries,
     overhead: BTreeMap<u32, (u64, u64)>,
     /// Recording periods, oldest first; `first_period` is the number of the front one.
     periods: VecDeque<Period>,
@@ -282,7 +282,6 @@ impl Aggregator {
             }]),
             slot_on: since_unix_ns,
             slot_launches_on: launches,
-            um_faults: Series::default(),
             ..Aggregator::default()
         }
     }
@@ -505,8 +504,15 @@ impl Aggregator {
                     8 => um.bytes_dtod += value,
                     _ => {}
                 }
-                if matches!(counter, 3 | 4) {
-                    self.um_faults.add(origin, start, 1);
+                let windowed = match counter {
+                    1 => Some((&mut self.um.bytes_htod, value)),
+                    2 => Some((&mut self.um.bytes_dtoh, value)),
+                    3 => Some((&mut self.um.cpu_page_faults, 1)),
+                    4 => Some((&mut self.um.gpu_page_fault_groups, 1)),
+                    _ => None,
+                };
+                if let Some((series, n)) = windowed {
+                    series.add(origin, start, n);
                 }
             }
             Record::Overhead { kind, start, end } => {
@@ -591,6 +597,7 @@ impl Aggregator {
             self.um_on_since.get_or_insert(at);
         } else if let Some(since) = self.um_on_since.take() {
             self.um_on_ns += at.saturating_sub(since);
+            self.um.observed.spread(self.origin_unix_ns, since, at);
         }
     }
 
@@ -686,33 +693,37 @@ impl Aggregator {
             .collect()
     }
 
-    /// The per-window series of every device on the timeline's grid (`origin_unix_ns`,
-    /// which must be the process start this aggregator was made with), all brought to
-    /// one window width. Settled time only: the last `SETTLE_MARGIN_NS` (more while kernel
-    /// records are awaited: `held_horizon`) are missing.
-    pub fn windows(&self, origin_unix_ns: u64) -> (u64, Vec<DeviceWindows>) {
+    /// The per-window series of every device, and the unified-memory counters' (on until
+    /// `now` if on), on the timeline's grid (`origin_unix_ns`, which must be the process
+    /// start this aggregator was made with), all brought to one window width. Settled time
+    /// only: the last `SETTLE_MARGIN_NS` (more while kernel records are awaited:
+    /// `held_horizon`) are missing.
+    pub fn windows(&self, origin_unix_ns: u64, now: u64) -> GpuWindows {
         if origin_unix_ns != self.origin_unix_ns {
-            return (FIRST_WINDOW_NS, Vec::new());
+            return GpuWindows::default();
         }
-        let mut devices: Vec<(u32, DeviceSeries)> = self
+        let devices: Vec<(u32, DeviceSeries)> = self
             .devices
             .iter()
             .filter(|(_, d)| d.seen())
             .map(|(&ordinal, d)| (ordinal, d.series(origin_unix_ns)))
             .collect();
-        if let Some((_, first)) = devices.first_mut() {
-            first.um_faults = self.um_faults.clone();
+        let mut um = self.um_first_on.map(|_| self.um.clone());
+        if let (Some(um), Some(since)) = (&mut um, self.um_on_since) {
+            um.observed.spread(origin_unix_ns, since, now);
         }
-        let window_ns = devices
-            .iter()
-            .flat_map(|(_, d)| d.widths())
+        let window_ns = (devices.iter().flat_map(|(_, d)| d.widths()))
+            .chain(um.iter().flat_map(|u| u.series().map(|s| s.window_ns)))
             .max()
             .unwrap_or(FIRST_WINDOW_NS);
-        let windows = devices
-            .into_iter()
-            .map(|(ordinal, d)| d.into_windows(ordinal, window_ns))
-            .collect();
-        (window_ns, windows)
+        GpuWindows {
+            window_ns,
+            devices: devices
+                .into_iter()
+                .map(|(ordinal, d)| d.into_windows(ordinal, window_ns))
+                .collect(),
+            unified_memory: um.map(|u| u.into_windows(window_ns)),
+        }
     }
 }
 
@@ -805,6 +816,14 @@ impl Series {
         }
     }
 
+    /// How many windows of width `window_ns` (a power-of-two multiple of this one) the
+    /// values take.
+    fn len_at(&self, window_ns: u64) -> usize {
+        self.values
+            .len()
+            .div_ceil((window_ns / self.window_ns) as usize)
+    }
+
     /// The values at width `window_ns` (a power-of-two multiple of this one), `len` long.
     fn at_width(mut self, window_ns: u64, len: usize) -> Vec<u64> {
         while self.window_ns < window_ns {
@@ -813,6 +832,62 @@ impl Series {
         }
         self.values.resize(len.max(self.values.len()), 0);
         self.values
+    }
+}
+
+/// The GPU side of a timeline, at one window width (`Aggregator::windows`).
+#[derive(Debug, PartialEq)]
+pub struct GpuWindows {
+    pub window_ns: u64,
+    pub devices: Vec<DeviceWindows>,
+    pub unified_memory: Option<UnifiedMemoryWindows>,
+}
+
+impl Default for GpuWindows {
+    fn default() -> GpuWindows {
+        GpuWindows {
+            window_ns: FIRST_WINDOW_NS,
+            devices: Vec::new(),
+            unified_memory: None,
+        }
+    }
+}
+
+/// The unified-memory counters' series, before they are brought to one width.
+#[derive(Clone, Default)]
+struct UmSeries {
+    observed: Series,
+    cpu_page_faults: Series,
+    gpu_page_fault_groups: Series,
+    bytes_htod: Series,
+    bytes_dtoh: Series,
+}
+
+impl UmSeries {
+    fn series(&self) -> impl Iterator<Item = &Series> {
+        [
+            &self.observed,
+            &self.cpu_page_faults,
+            &self.gpu_page_fault_groups,
+            &self.bytes_htod,
+            &self.bytes_dtoh,
+        ]
+        .into_iter()
+    }
+
+    fn into_windows(self, window_ns: u64) -> UnifiedMemoryWindows {
+        let len = self
+            .series()
+            .map(|s| s.len_at(window_ns))
+            .max()
+            .unwrap_or(0);
+        UnifiedMemoryWindows {
+            observed_ns: self.observed.at_width(window_ns, len),
+            cpu_page_faults: self.cpu_page_faults.at_width(window_ns, len),
+            gpu_page_fault_groups: self.gpu_page_fault_groups.at_width(window_ns, len),
+            bytes_htod: self.bytes_htod.at_width(window_ns, len),
+            bytes_dtoh: self.bytes_dtoh.at_width(window_ns, len),
+        }
     }
 }
 
@@ -825,7 +900,6 @@ struct DeviceSeries {
     active: Series,
     kernels: Series,
     copy_bytes: Series,
-    um_faults: Series,
     idle: BTreeMap<IdleCause, Series>,
     longest_gaps: Vec<IdleGap>,
     recent_gaps: VecDeque<IdleGap>,
@@ -839,7 +913,6 @@ impl DeviceSeries {
             &self.active,
             &self.kernels,
             &self.copy_bytes,
-            &self.um_faults,
         ]
         .into_iter()
         .chain(self.idle.values())
@@ -851,8 +924,11 @@ impl DeviceSeries {
 
     fn into_windows(self, ordinal: u32, window_ns: u64) -> DeviceWindows {
         // Column-wise: every series as long as the longest.
-        let len_at = |s: &Series| s.values.len().div_ceil((window_ns / s.window_ns) as usize);
-        let len = self.series().map(len_at).max().unwrap_or(0);
+        let len = self
+            .series()
+            .map(|s| s.len_at(window_ns))
+            .max()
+            .unwrap_or(0);
         let busy_ns = self.busy.at_width(window_ns, len);
         let transfer_ns = (self.active.at_width(window_ns, len).iter())
             .zip(&busy_ns)
@@ -865,7 +941,6 @@ impl DeviceSeries {
             busy_ns,
             kernels: self.kernels.at_width(window_ns, len),
             copy_bytes: self.copy_bytes.at_width(window_ns, len),
-            um_faults: self.um_faults.at_width(window_ns, len),
             idle_ns: self
                 .idle
                 .into_iter()
@@ -1911,9 +1986,38 @@ mod tests {
             }]
         );
         assert_eq!(full().unified_memory(T0), None);
-        // Three faults (counters 3 and 4) in the second window, on the device's series.
-        let (_, w) = agg.windows(T0);
-        assert_eq!(w[0].um_faults, [0, 3]);
+        assert_eq!(full().windows(T0, T0).unified_memory, None);
+    }
+
+    #[test]
+    fn the_unified_memory_counters_have_windows_of_their_own() {
+        // The counters on from T0 to 25 ms and again from 38 ms (on at the dump, 42 ms); no
+        // device ever recorded activity: the program's kernels ran while the traced kinds
+        // were off.
+        let mut agg = full();
+        agg.unified_memory_switched(true, T0);
+        for (counter, value) in [(3, 0x7f00), (3, 0x7f08), (4, 2), (1, 65536), (2, 4096)] {
+            agg.add(Record::UnifiedMemory {
+                counter,
+                value,
+                start: T0 + 15 * MS,
+            });
+        }
+        agg.unified_memory_switched(false, T0 + 25 * MS);
+        agg.unified_memory_switched(true, T0 + 38 * MS);
+        let gpu = agg.windows(T0, T0 + 42 * MS);
+        assert!(gpu.devices.is_empty());
+        assert_eq!(gpu.window_ns, FIRST_WINDOW_NS);
+        assert_eq!(
+            gpu.unified_memory,
+            Some(UnifiedMemoryWindows {
+                observed_ns: vec![10 * MS, 10 * MS, 5 * MS, 2 * MS, 2 * MS],
+                cpu_page_faults: vec![0, 2, 0, 0, 0],
+                gpu_page_fault_groups: vec![0, 1, 0, 0, 0],
+                bytes_htod: vec![0, 65536, 0, 0, 0],
+                bytes_dtoh: vec![0, 4096, 0, 0, 0],
+            })
+        );
     }
 
     #[test]
@@ -1929,7 +2033,11 @@ mod tests {
         }
         agg.period_off(T0 + 3600 * 1000 * MS, 0);
         agg.settle(u64::MAX, T0 + 3600 * 1000 * MS, &mut no_events);
-        let (window_ns, w) = agg.windows(T0);
+        let GpuWindows {
+            window_ns,
+            devices: w,
+            ..
+        } = agg.windows(T0, T0);
         // 3,600 s over at most 256 windows: 10 ms doubled to 20.48 s.
         assert_eq!(window_ns, FIRST_WINDOW_NS << 11);
         assert!(w[0].busy_ns.len() <= WINDOWS);
@@ -1941,7 +2049,7 @@ mod tests {
         assert_eq!(w[0].observed_ns.len(), w[0].busy_ns.len());
         assert_eq!(w[0].kernels.len(), w[0].busy_ns.len());
         // A grid of another origin is not this one.
-        assert_eq!(agg.windows(T0 + 1), (FIRST_WINDOW_NS, Vec::new()));
+        assert_eq!(agg.windows(T0 + 1, T0), GpuWindows::default());
     }
 
     #[test]
@@ -1952,7 +2060,11 @@ mod tests {
         agg.add(copy(19 * MS, 21 * MS));
         agg.period_off(T0 + 30 * MS, 0);
         agg.settle(u64::MAX, T0 + 30 * MS, &mut no_events);
-        let (window_ns, w) = agg.windows(T0);
+        let GpuWindows {
+            window_ns,
+            devices: w,
+            ..
+        } = agg.windows(T0, T0);
         assert_eq!(window_ns, FIRST_WINDOW_NS);
         let w = &w[0];
         assert_eq!(w.ordinal, 0);
@@ -2015,7 +2127,7 @@ mod tests {
         ]);
         agg.period_off(T0 + 10 * MS, 0);
         agg.settle(u64::MAX, T0 + 10 * MS, &mut events);
-        let (_, w) = agg.windows(T0);
+        let w = agg.windows(T0, T0).devices;
         let idle: Vec<(IdleCause, u64)> = w[0]
             .idle_ns
             .iter()
@@ -2112,7 +2224,7 @@ mod tests {
         // The batch, then the gaps opening at 0.5, 1.5 and 2.5 ms, and the spans of the
         // last two, to split them by the calls in them (the first is unknown, whole).
         assert_eq!(calls, 6);
-        let (_, w) = agg.windows(T0);
+        let w = agg.windows(T0, T0).devices;
         let idle: Vec<(IdleCause, u64)> = w[0]
             .idle_ns
             .iter()
@@ -2190,7 +2302,7 @@ mod tests {
         // 910 kernels of 5 µs started in [0, 9,100 µs).
         assert_eq!((a.kernels, a.busy_ns), (910, 910 * 5 * us));
         assert_eq!(a.top_kernels[0].calls, 910);
-        let (_, w) = agg.windows(T0);
+        let w = agg.windows(T0, T0).devices;
         assert_eq!(w[0].observed_ns, [1_000 * us]);
         assert_eq!(w[0].busy_ns, [500 * us]);
         assert_eq!(
@@ -2236,7 +2348,7 @@ mod tests {
         agg.add(kernel(13 * MS, 14 * MS));
         agg.period_off(T0 + 15 * MS, 0);
         agg.settle(u64::MAX, T0 + 16 * MS, &mut no_events);
-        let (_, w) = agg.windows(T0);
+        let w = agg.windows(T0, T0).devices;
         // [0,3) + [5,8) + [13,15) ms.
         assert_eq!(w[0].observed_ns, [3 * MS + 3 * MS, 2 * MS]);
         // [0,1) and [2,3), all of [5,8), then [14,15).
@@ -2254,7 +2366,7 @@ mod tests {
         agg.add(kernel(6 * MS, 7 * MS));
         agg.period_off(T0 + 8 * MS, 0);
         agg.settle(u64::MAX, T0 + 9 * MS, &mut no_events);
-        let (_, w) = agg.windows(T0);
+        let w = agg.windows(T0, T0).devices;
         // [0,3) idle (the first period, the queue empty), then [6,8).
         assert_eq!(w[0].observed_ns, [5 * MS]);
         assert_eq!(w[0].busy_ns, [MS]);
@@ -2287,7 +2399,7 @@ mod accounting {
     /// The device's windows: (observed, busy, idle of every cause), checked to add up
     /// with the transfer time.
     fn accounted(agg: &Aggregator) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
-        let (_, w) = agg.windows(T0);
+        let w = agg.windows(T0, T0).devices;
         let w = &w[0];
         let idle: Vec<u64> = (0..w.observed_ns.len())
             .map(|i| w.idle_ns.iter().map(|s| s.ns[i]).sum())
@@ -2339,7 +2451,7 @@ mod accounting {
         expected.extend([500 * US, 10 * MS]);
         assert_eq!(observed, expected);
         assert_eq!(busy[9..], [10 * US, 500 * US, MS]);
-        let (_, w) = agg.windows(T0);
+        let w = agg.windows(T0, T0).devices;
         assert_eq!(w[0].transfer_ns[..2], [500 * US, 0]);
         let a = agg.devices(0, (0, 0)).remove(0).1;
         let sampled = a.sampled.unwrap();

@@ -48,6 +48,10 @@ static MANAGED_MEMORY: AtomicBool = AtomicBool::new(false);
 /// Intervals younger than this stay unsettled: records of work still running when a flush
 /// happens come later.
 const SETTLE_MARGIN_NS: u64 = 500_000_000;
+/// How often the gpuspy thread looks for the first kernel launch after a managed
+/// allocation, to switch the unified-memory counters on (a step of the H200's staged
+/// managed loop takes 50-100 ms).
+const UM_LAUNCH_POLL_NS: u64 = 5_000_000;
 /// The slow NVML queries (PCIe throughput, other processes) run every this many ticks.
 const SLOW_QUERY_TICKS: u64 = 10;
 /// CPU time the gpuspy thread has used, as of its last tick.
@@ -191,6 +195,7 @@ fn run() {
     let mut duty = Switches {
         traced: sampled.then(|| sampling::DutyCycle::adaptive(clock::unix_ns())),
         unified_memory: None,
+        launches_at_managed: None,
         sampled,
     };
     set_status(|s| s.cupti = status(cupti));
@@ -264,6 +269,8 @@ fn run() {
 struct Switches {
     traced: Option<sampling::DutyCycle>,
     unified_memory: Option<sampling::DutyCycle>,
+    /// The host's kernel launches when the gpuspy thread found managed memory.
+    launches_at_managed: Option<u64>,
     sampled: bool,
 }
 
@@ -276,14 +283,29 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
             return;
         }
         let unix = clock::unix_ns();
-        if duty.sampled && duty.unified_memory.is_none() && MANAGED_MEMORY.load(Relaxed) {
-            duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
-            cupti::switch_unified_memory(true);
+        if duty.sampled && duty.launches_at_managed.is_none() && MANAGED_MEMORY.load(Relaxed) {
+            duty.launches_at_managed = Some(crate::timeline::launches_so_far());
             if let Some(traced) = duty.traced.as_mut() {
                 traced.managed_memory(unix);
             }
         }
-        let mut wake = deadline;
+        // The counters' cycle starts at the first kernel launch after the allocation: begun
+        // at the allocation, its first slot saw the host fill the memory (every round of
+        // the H200's staged loops, 2026-12-01), and a run shorter than the cycle had only
+        // those set-up faults, scaled up to the whole run.
+        let awaiting_launch = duty.unified_memory.is_none()
+            && duty
+                .launches_at_managed
+                .is_some_and(|at_managed| crate::timeline::launches_so_far() <= at_managed);
+        if duty.launches_at_managed.is_some() && duty.unified_memory.is_none() && !awaiting_launch {
+            duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
+            cupti::switch_unified_memory(true);
+        }
+        let mut wake = if awaiting_launch {
+            deadline.min(now + UM_LAUNCH_POLL_NS)
+        } else {
+            deadline
+        };
         if let Some(traced) = duty.traced.as_mut().filter(|d| unix >= d.wake_at()) {
             if !traced.is_on() {
                 cupti::switch_traced_kinds(true);
@@ -598,20 +620,19 @@ pub fn snapshot(launches: u64, launch_span: (u64, u64)) -> Option<Gpu> {
     })
 }
 
-/// The GPU side of the timeline: per device, what CUPTI saw per window of the grid that
-/// starts at `origin_unix_ns` (the process start; the dump's `start_unix_ns`), and the
-/// window width they are at (`FIRST_WINDOW_NS` doubled as often as the run needed; the
-/// host side's table may be at another width: merge the finer one pairwise until they
-/// match). Empty without CUPTI.
-pub fn timeline_devices(origin_unix_ns: u64) -> (u64, Vec<gpuspy_format::timeline::DeviceWindows>) {
-    let none = (gpuspy_format::timeline::FIRST_WINDOW_NS, Vec::new());
+/// The GPU side of the timeline: per device, and for the unified-memory counters, what
+/// CUPTI saw per window of the grid that starts at `origin_unix_ns` (the process start;
+/// the dump's `start_unix_ns`), and the window width they are at (`FIRST_WINDOW_NS`
+/// doubled as often as the run needed; the host side's table may be at another width:
+/// merge the finer one pairwise until they match). Empty without CUPTI.
+pub fn timeline_gpu(origin_unix_ns: u64) -> activity::GpuWindows {
     if !STARTED.load(Acquire) || IN_FORKED_CHILD.load(Relaxed) {
-        return none;
+        return activity::GpuWindows::default();
     }
     match cupti::AGGREGATOR.lock() {
-        Ok(guard) => guard
-            .as_ref()
-            .map_or(none, |agg| agg.windows(origin_unix_ns)),
-        Err(_) => none,
+        Ok(guard) => guard.as_ref().map_or_else(Default::default, |agg| {
+            agg.windows(origin_unix_ns, clock::unix_ns())
+        }),
+        Err(_) => activity::GpuWindows::default(),
     }
 }
