@@ -8,6 +8,7 @@
 use crate::profile::{total, ProcessInfo, Profile};
 use gpuspy_format::timeline::{
     DeviceWindows, HostEventKind, HostWindows, IdleCause, IdleSeries, Timeline,
+    UnifiedMemoryWindows,
 };
 use gpuspy_format::{HostKind, SyncCause};
 use serde::Serialize;
@@ -134,6 +135,8 @@ pub struct ProcessAxis {
     pub gpu_work: bool,
     /// Per window of its timeline: whether it is in the steady state.
     steady: Vec<bool>,
+    /// Its first window after start-up.
+    after_startup: usize,
 }
 
 /// The steady state's GPU side, summed over devices: `ns`, the length of the windows in
@@ -250,6 +253,46 @@ pub struct SteadyState {
     pub whole: Counters,
     pub gpu: Option<SteadyGpu>,
     pub step: Option<Step>,
+    /// What the unified-memory counters saw, scaled to the steady state; None where no
+    /// dump has the counters' windows (older dumps, or no managed memory).
+    pub unified_memory: Option<SteadyUnifiedMemory>,
+}
+
+/// The unified-memory counters' faults and migrations, per process over the time they were
+/// on in its steady state (else after its start-up: short runs can have their only slot
+/// in a warm-up), scaled to its steady time, and summed. The counters are sampled (on one
+/// slot in 64, from the first launch after a managed allocation), so these are estimates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SteadyUnifiedMemory {
+    /// The time the counters were on in the stretches judged; 0: never after start-up.
+    pub observed_ns: u64,
+    pub cpu_page_faults: u64,
+    pub gpu_page_fault_groups: u64,
+    pub bytes_htod: u64,
+    pub bytes_dtoh: u64,
+}
+
+impl SteadyUnifiedMemory {
+    /// Adds the counts of windows `in_window` of `um`, scaled from their on-time to
+    /// `steady_ns`; false where the counters were never on in them.
+    fn add(
+        &mut self,
+        um: &UnifiedMemoryWindows,
+        in_window: impl Fn(usize) -> bool,
+        steady_ns: u64,
+    ) -> bool {
+        let sum = |s: &[u64]| total((0..s.len()).filter(|&i| in_window(i)).map(|i| s[i]));
+        let observed = sum(&um.observed_ns);
+        if observed == 0 {
+            return false;
+        }
+        self.observed_ns += observed;
+        self.cpu_page_faults += scale(sum(&um.cpu_page_faults), steady_ns, observed);
+        self.gpu_page_fault_groups += scale(sum(&um.gpu_page_fault_groups), steady_ns, observed);
+        self.bytes_htod += scale(sum(&um.bytes_htod), steady_ns, observed);
+        self.bytes_dtoh += scale(sum(&um.bytes_dtoh), steady_ns, observed);
+        true
+    }
 }
 
 impl SteadyState {
@@ -631,6 +674,10 @@ fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
     };
     Some(ProcessAxis {
         steady: labels.iter().map(|l| *l == Label::Steady).collect(),
+        after_startup: labels
+            .iter()
+            .position(|l| *l != Label::Startup)
+            .unwrap_or(labels.len()),
         phases,
         startup,
         gpu_work: gpu_work(t),
@@ -837,6 +884,12 @@ fn steady_state(
             host_idle.extend(window_host);
         }
         host_stall += stall(&host_idle);
+        if let Some(um) = &t.unified_memory {
+            let u = s.unified_memory.get_or_insert_with(Default::default);
+            if !u.add(um, &counted, steady_ns) {
+                u.add(um, |i| i >= axis.after_startup, steady_ns);
+            }
+        }
         for e in &t.recent_blocking {
             let explicit = matches!(
                 e.kind,

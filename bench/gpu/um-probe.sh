@@ -10,9 +10,11 @@ out=${1:?usage: um-probe.sh OUTDIR [ROUNDS]}
 rounds=${2:-1}
 bin=$(realpath "${BIN:-.dev/bin}")
 export GPUSPY_FLUSH_S=0 PYTHONUNBUFFERED=1
+{
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 python3 -c 'import cupy; print("cupy", cupy.__version__)'
-python3 bench/gpu/um_steps.py 20 2>&1 | tee "$out/um-steps.txt"
+python3 bench/gpu/um_steps.py 20
+} 2>&1 | tee "$out/um-steps.txt"
 for r in $(seq 1 "$rounds"); do
     for cupti in default full; do
         for form in short long; do

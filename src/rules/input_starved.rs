@@ -1,4 +1,5 @@
 use super::gpu_data::*;
+use super::um_fault_heavy::fault_host_wait_ns;
 use crate::diagnose::{share, Finding, Layer, Outcome, Rule};
 use crate::phases::{IdleKind, SteadyGpu, SteadyState};
 use crate::profile::Profile;
@@ -94,7 +95,8 @@ impl InputStarved {
         // Idle time the host's unified-memory page faults explain belongs to um-fault-heavy,
         // as on the whole-run path.
         // Shares: the device time is what was recorded (sampled, a part of the steady
-        // state), the faults are counted over the run.
+        // state); the host's wait on faults is the steady state's (over the run in older
+        // dumps).
         // A one-off stall is not starvation, as a one-off pause is not (issue 13).
         let host_idle = g
             .idle
@@ -102,7 +104,12 @@ impl InputStarved {
             .copied()
             .unwrap_or(0)
             .saturating_sub(g.host_stall_ns);
-        let impact = (share(host_idle, g.ns) - share(um_fault_wait_ns(p), s.ns)).max(0.0);
+        // The host cannot have worked outside the driver for longer than it was outside it:
+        // where it was blocked in a sync, the GPU ran work CUPTI does not show (managed
+        // memory prefetched back, 22 ms of a 57 ms step on the H200, read as idle).
+        let impact = (share(host_idle, g.ns) - share(fault_host_wait_ns(p, s), s.ns))
+            .min(1.0 - in_driver)
+            .max(0.0);
         if in_driver >= HOST_IN_DRIVER_MAX || impact < 0.01 {
             return Outcome::Clear;
         }
@@ -164,5 +171,26 @@ mod tests {
         let f = found(check(&InputStarved, gpu(h200(), None, Some(a))));
         assert!((f.impact - 5.0 / 6.0).abs() < 0.05, "{}", f.impact);
         assert_eq!(f.evidence["long_gaps"], 100);
+    }
+
+    #[test]
+    fn the_host_works_outside_the_driver_only_while_it_is_outside_it() {
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
+        // A 200 ms loop of 10 ms steps: the GPU runs 1 ms of kernels and reads idle 9 ms
+        // with the host working, while the host is blocked in a sync 4 of the 10 ms (on
+        // work CUPTI does not show: managed memory prefetched back). The host worked
+        // outside the driver 60 % of the loop at most.
+        let step = W {
+            launches: 20,
+            driver_ns: 4 * MS,
+            blocked_ns: 4 * MS,
+            busy_ns: MS,
+            idle_host: 9 * MS,
+            ..W::default()
+        };
+        let mut p = run(0.2).gpu(gpu(h200(), None, Some(activity(1.0)))).build();
+        attach(&mut p, timeline(&times(20, step), true));
+        let f = found(InputStarved.check(&p));
+        assert!((f.impact - 0.6).abs() < 1e-3, "{}", f.impact);
     }
 }

@@ -1,14 +1,77 @@
 use super::gpu_data::*;
 use crate::diagnose::{share, Finding, Layer, Outcome, Rule};
-use crate::phases::IdleKind;
+use crate::phases::{IdleKind, SteadyState, SteadyUnifiedMemory};
 use crate::profile::Profile;
 
 /// Unified memory that migrates on page faults.
 pub struct UmFaultHeavy;
 
-/// Rough costs for the impact estimate: a GPU fault group and a CPU fault serviced.
+/// Rough costs for the impact estimate of dumps without the counters' windows: a GPU fault
+/// group and a CPU fault serviced.
 const GPU_FAULT_GROUP_NS: f64 = 50_000.0;
 const CPU_FAULT_NS: f64 = 10_000.0;
+
+const GIB: f64 = (1u64 << 30) as f64;
+/// Pages migrated on faults, either way. On the H200 the staged loop (256 MiB faulted over
+/// to the GPU and back each step) took 84-108 ms a step and 47-64 ms prefetched, of which
+/// 28 ms is the bulk migration: the median step saved, 41.5 ms in five runs, puts 512 MiB
+/// on faults at ~70 ms (bench/results/calib-2026-12-01-session12.txt and
+/// bench/results/gpu-2026-12-01-session13-um-probe).
+const FAULT_MIGRATION_BYTES_PER_S: f64 = 7.0 * GIB;
+/// The host's time on its faults per byte pulled back: its part of the loop's step, 71-76
+/// ms for 256 MiB on the H200 (bench/results/gpu-2026-12-01-session13-um-probe), is all
+/// faulting: the migration, and the page-table work that makes the prefetched loop's
+/// touches still take 30 ms.
+const HOST_FAULTS_BYTES_PER_S: f64 = 3.5 * GIB;
+/// The same pages prefetched in bulk, as shares of the link's peak: 256 MiB went to the GPU
+/// at 44 GiB/s and back at 11 GiB/s on the H200's PCIe gen5 x16 (63 GB/s).
+const PREFETCH_TO_GPU_OF_PEAK: f64 = 0.75;
+const PREFETCH_TO_HOST_OF_PEAK: f64 = 0.19;
+
+/// The steady state's migrations and what prefetching them saves. A loop that faults pages
+/// over again every step must have moved them back meanwhile, so the larger direction
+/// counted is taken for both: the sampled counters' slot often covers only one side of a
+/// step (the kernel's faults, or the host's).
+struct Migrations {
+    /// Bytes each way.
+    bytes: f64,
+    /// The host's time on its faults, pulling the pages back: the GPU idles meanwhile.
+    host_on_faults_ns: f64,
+    /// Both ways on faults, less both ways prefetched.
+    saved_ns: f64,
+}
+
+impl Migrations {
+    fn of(p: &Profile, um: &SteadyUnifiedMemory) -> Migrations {
+        // Without faults, what moved was prefetched.
+        let faulted = um.cpu_page_faults + um.gpu_page_fault_groups > 0;
+        let bytes = if faulted {
+            um.bytes_htod.max(um.bytes_dtoh) as f64
+        } else {
+            0.0
+        };
+        let peak = link_peak_bytes_per_s(p);
+        let on_faults = bytes / FAULT_MIGRATION_BYTES_PER_S * 1e9;
+        let prefetched = (bytes / (PREFETCH_TO_GPU_OF_PEAK * peak)
+            + bytes / (PREFETCH_TO_HOST_OF_PEAK * peak))
+            * 1e9;
+        Migrations {
+            bytes,
+            host_on_faults_ns: bytes / HOST_FAULTS_BYTES_PER_S * 1e9,
+            saved_ns: (2.0 * on_faults - prefetched).max(0.0),
+        }
+    }
+}
+
+/// The steady state's host time waiting on unified-memory faults, which `input-starved`
+/// leaves to this rule: with the counters' windows, the host's faults pulling pages back;
+/// in older dumps, up to 200 us per CPU fault of the run (`um_fault_wait_ns`).
+pub fn fault_host_wait_ns(p: &Profile, s: &SteadyState) -> u64 {
+    match &s.unified_memory {
+        Some(um) => Migrations::of(p, um).host_on_faults_ns as u64,
+        None => um_fault_wait_ns(p),
+    }
+}
 
 impl Rule for UmFaultHeavy {
     fn id(&self) -> &'static str {
@@ -22,18 +85,27 @@ impl Rule for UmFaultHeavy {
 
 Evidence (CUPTI unified-memory counters): CPU page faults, GPU page-fault groups and
 bytes migrated each way. Without managed allocations (`cuMemAllocManaged`) no faults are
-possible and the rule is clear. Impact, a heuristic: migrated bytes at the PCIe link's
-peak plus 50 us per GPU fault group and 10 us per CPU fault, over the working span; and
-at least the GPU's idle time that the host's faults can explain, up to 200 us per CPU
-fault (the GPU waiting while the host pulled pages back; on the H200, 16,100 CPU faults
-went with 1.8 s of such gaps): with a timeline's GPU side, the steady state's idle that
-opened with the host working, over the steady device time (`input-starved` leaves it to
-this rule); with a steady state but no GPU side (sampled, a loop of a few long kernels
-can launch none while recording), at most its time outside the driver; else the idle
-gaps of 1 ms or more, over the working span. Read it as an upper bound: on the H200's
-staged CuPy loop (256 MiB touched by the GPU and the host each step) it predicted 60-68 %
-of the steady state where prefetching saved 36-50 %, as the fixed loop still moves its
-pages, in bulk, and touches them (bench/results/calib-2026-12-01-session11.txt).
+possible and the rule is clear. The counters are sampled: on from the first kernel launch
+after a managed allocation, then one slot in 64.
+
+Judged on the steady state where the dump has the counters' windows (from 2026-12-01's
+session 13): the faults and bytes seen while the counters were on in the steady state
+(else after start-up), scaled to it. Faults only while the host filled the memory in
+set-up are no finding. Impact, a heuristic: what prefetching saves. A loop that faults
+pages over each step moves them back each step, so the larger direction counted is taken
+for both; on faults a byte costs 1/7 GiB/s, prefetched 1/(75 % of the link's peak) to the
+GPU and 1/(19 %) back (the H200's staged CuPy loop, 256 MiB each way a step:
+bench/results/gpu-2026-12-01-session13-um-probe). The host's faults, at 3.5 GiB/s, are
+GPU idle time `input-starved` leaves to this rule.
+
+Older dumps (counters whole-run only, scaled from slots that began at the allocation and
+often saw only the host filling the memory): migrated bytes at the PCIe link's peak plus
+50 us per GPU fault group and 10 us per CPU fault, over the working span; and at least the
+GPU's idle time that the host's faults can explain, up to 200 us per CPU fault: with a
+timeline's GPU side, the steady state's idle that opened with the host working; with a
+steady state but no GPU side, at most its time outside the driver; else the idle gaps of
+1 ms or more. An upper bound: on the staged loop it predicted 60-68 % where prefetching
+saved 36-50 % (bench/results/calib-2026-12-01-session12.txt).
 
 Fix: prefetch managed memory to where it is used next (`cudaMemPrefetchAsync`), give
 placement hints (`cudaMemAdvise` with `SetPreferredLocation`/`SetReadMostly`), or use
@@ -60,6 +132,13 @@ explicit device allocations and copies."
         if cpu + gpu == 0 {
             return Outcome::Clear;
         }
+        let steady = crate::phases::steady(p);
+        if let Some((s, um)) = steady
+            .as_ref()
+            .and_then(|s| Some((s, s.unified_memory.as_ref()?)))
+        {
+            return self.on_steady(p, s, um);
+        }
         let peak = link_peak_bytes_per_s(p);
         let span: u64 = p.gpu_activity().map(|(_, _, a)| a.working_span_ns()).sum();
         let cost_ns = migrated as f64 / peak * 1e9
@@ -71,7 +150,7 @@ explicit device allocations and copies."
         // steady state's time outside the driver (sampled, a loop of a few long kernels can
         // launch none inside a slot); without a steady state, in the long gaps.
         let faults_ns = um_fault_wait_ns(p);
-        let host_wait = match crate::phases::steady(p) {
+        let host_wait = match steady {
             Some(s) => {
                 let working = match &s.gpu {
                     Some(g) => {
@@ -112,6 +191,40 @@ explicit device allocations and copies."
     }
 }
 
+impl UmFaultHeavy {
+    /// The judgement on a steady state with the counters' windows: its faults and
+    /// migrations, and what prefetching would save of its time.
+    fn on_steady(&self, p: &Profile, s: &SteadyState, um: &SteadyUnifiedMemory) -> Outcome {
+        if um.observed_ns == 0 {
+            return Outcome::NoData("the unified-memory counters were never on after start-up (they come on at the first kernel launch after a managed allocation)");
+        }
+        // Faults only while the host filled the memory, before any launch, are set-up.
+        if um.cpu_page_faults + um.gpu_page_fault_groups == 0 {
+            return Outcome::Clear;
+        }
+        let m = Migrations::of(p, um);
+        Outcome::Found(
+            Finding::new(
+                self,
+                share(m.saved_ns as u64, s.ns).min(1.0),
+                format!(
+                    "in the steady state unified memory faulted about {} times on the CPU and in {} fault groups on the GPU, migrating about {} MiB each way (from {} ms with the counters on)",
+                    um.cpu_page_faults,
+                    um.gpu_page_fault_groups,
+                    m.bytes as u64 >> 20,
+                    um.observed_ns / 1_000_000
+                ),
+                "cudaMemPrefetchAsync managed data to where it is used next; cudaMemAdvise placement hints; or explicit device memory and copies.",
+            )
+            .evidence("cpu_page_faults", um.cpu_page_faults)
+            .evidence("gpu_page_fault_groups", um.gpu_page_fault_groups)
+            .evidence("migrated_bytes", um.bytes_htod + um.bytes_dtoh)
+            .evidence("counters_on_ns", um.observed_ns)
+            .heuristic(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +232,7 @@ mod tests {
     use crate::rules::gpu_data::fixtures::*;
     use crate::rules::input_starved::InputStarved;
     use gpuspy_format::gpu::UnifiedMemory;
+    use gpuspy_format::timeline::UnifiedMemoryWindows;
 
     #[test]
     fn unified_memory_faults_are_found_and_zero_faults_are_clear() {
@@ -240,5 +354,88 @@ mod tests {
         // 200 faults, 40 ms: 20 %.
         let f = found(UmFaultHeavy.check(&profile(200)));
         assert!((f.impact - 0.2).abs() < 1e-9, "{}", f.impact);
+    }
+
+    /// A run of 5 set-up windows without a launch, a 200 ms loop of 10 ms steps (GPU busy
+    /// 3 ms, idle 2 ms after the sync and 5 ms in host work) and 2 teardown windows, whose
+    /// whole-run counters hold `cpu_faults` CPU faults, with the counters' windows `um`.
+    fn counted(cpu_faults: u64, um: UnifiedMemoryWindows) -> Profile {
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
+        let mut p = faulting(cpu_faults, Some(activity(1.0)));
+        let step = W {
+            launches: 20,
+            blocked_ns: 2 * MS,
+            busy_ns: 3 * MS,
+            idle_after_sync: 2 * MS,
+            idle_host: 5 * MS,
+            ..W::default()
+        };
+        let windows = [
+            times(5, W::default()),
+            times(20, step),
+            times(2, W::default()),
+        ];
+        let mut t = timeline(&windows.concat(), true);
+        t.unified_memory = Some(um);
+        attach(&mut p, t);
+        p
+    }
+
+    /// Counters' windows for `counted`: on `on` ns in the windows `at`, each holding
+    /// `cpu` CPU faults, `gpu` fault groups and `mib` MiB migrated to the GPU.
+    fn on_in(at: &[usize], on: u64, cpu: u64, gpu: u64, mib: u64) -> UnifiedMemoryWindows {
+        let col = |v: u64| {
+            (0..27)
+                .map(|i| if at.contains(&i) { v } else { 0 })
+                .collect()
+        };
+        UnifiedMemoryWindows {
+            observed_ns: col(on),
+            cpu_page_faults: col(cpu),
+            gpu_page_fault_groups: col(gpu),
+            bytes_htod: col(mib << 20),
+            bytes_dtoh: col(0),
+        }
+    }
+
+    #[test]
+    fn the_steady_states_migrations_less_their_bulk_cost_are_the_impact() {
+        use crate::phases::fixtures::MS;
+        // The host filled the memory in set-up (500 CPU faults, the whole run's count), and
+        // the counters were on 5 ms of one loop window: 40 fault groups moving 8 MiB to the
+        // GPU. Over the 200 ms steady state: 1,600 groups and 320 MiB, and as many back (a
+        // loop faulting pages over each step moved them back each step). On faults, 640 MiB
+        // at 7 GiB/s take 89.29 ms; prefetched, 320 MiB each way take 7.10 ms at 75 % of
+        // gen5 x16's 63.016 GB/s and 28.03 ms at 19 %: 54.16 ms saved, 27.08 %.
+        let mut set_up = on_in(&[2, 10], 5 * MS, 0, 40, 8);
+        set_up.cpu_page_faults[2] = 500;
+        set_up.gpu_page_fault_groups[2] = 0;
+        set_up.bytes_htod[2] = 0;
+        let p = counted(500, set_up);
+        let f = found(UmFaultHeavy.check(&p));
+        assert!((f.impact - 0.2708).abs() < 1e-3, "{}", f.impact);
+        assert_eq!(f.evidence["gpu_page_fault_groups"].as_u64(), Some(1_600));
+        assert_eq!(f.evidence["cpu_page_faults"].as_u64(), Some(0));
+        assert_eq!(f.evidence["migrated_bytes"].as_u64(), Some(320 << 20));
+        // The host's faults pulling 320 MiB back take 89.29 ms at 3.5 GiB/s, 44.64 % of
+        // the loop: of its 50 % idle in host work, 5.36 % is left to input starvation.
+        let starved = found(InputStarved.check(&p));
+        assert!((starved.impact - 0.0536).abs() < 1e-3, "{}", starved.impact);
+        // Counters on in the loop that saw no fault: the set-up's faults are no finding,
+        // however many the whole run counted.
+        assert!(matches!(
+            UmFaultHeavy.check(&counted(500, on_in(&[2, 10], 5 * MS, 0, 0, 0))),
+            Outcome::Clear
+        ));
+        // Counters on in set-up only: nothing is known of the loop.
+        assert!(matches!(
+            UmFaultHeavy.check(&counted(500, on_in(&[2], 5 * MS, 500, 0, 0))),
+            Outcome::NoData(_)
+        ));
+        // Counters on only in teardown, after the loop: the only time after start-up they
+        // saw stands for the steady state. 10 ms with 4 MiB: 80 MiB over 200 ms.
+        let f = found(UmFaultHeavy.check(&counted(500, on_in(&[26], 10 * MS, 0, 10, 4))));
+        assert_eq!(f.evidence["migrated_bytes"].as_u64(), Some(80 << 20));
+        assert_eq!(f.evidence["gpu_page_fault_groups"].as_u64(), Some(200));
     }
 }
