@@ -886,7 +886,7 @@ fn steady_state(
         host_stall += stall(&host_idle);
         if let Some(um) = &t.unified_memory {
             let u = s.unified_memory.get_or_insert_with(Default::default);
-            if !u.add(um, &counted, steady_ns) {
+            if !u.add(um, counted, steady_ns) {
                 u.add(um, |i| i >= axis.after_startup, steady_ns);
             }
         }
