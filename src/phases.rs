@@ -20,12 +20,14 @@ pub const PAUSE_MIN_NS: u64 = 100_000_000;
 /// Long stretches without work recur, and belong to the steady state (a loop that waits
 /// for its data every step), when they take at least `RECURRING_SHARE` of the time between
 /// the first and last window with work and either there are more than `RARE_GAPS` of them
-/// or the work between two of them is shorter than `STEPS_BETWEEN_PAUSES` windows (one
-/// step per gap). A few long gaps with many windows of regular work between them are
-/// pauses (checkpoints, evaluations).
+/// or the windows with work between two of them last less than `STEPS_BETWEEN_PAUSES_NS`
+/// (one step per gap). A few long gaps with much regular work between them are pauses
+/// (checkpoints, evaluations). A time, not a count of windows: windows widen with the run,
+/// and at 40 ms a short loop's 70-110 ms of matmul steps between its checkpoints took 2-3
+/// windows (bench/results/gpu-2026-12-01-session13-phases-5, healthy-pauses).
 const RECURRING_SHARE: f64 = 0.25;
 const RARE_GAPS: usize = 4;
-const STEPS_BETWEEN_PAUSES: usize = 4;
+const STEPS_BETWEEN_PAUSES_NS: u64 = 40_000_000;
 /// A window spent this share or more in module loading, JIT and driver init is loading.
 const LOADING_SHARE: f64 = 0.25;
 /// Blocked or GPU-busy time of at least this share makes a window one with work.
@@ -589,9 +591,13 @@ fn labels(w: &Windows) -> Vec<Label> {
         .filter(|&g| !loads(g) && length(g) >= PAUSE_MIN_NS)
         .collect();
     let rare = long.len() <= RARE_GAPS
-        && long
-            .windows(2)
-            .all(|p| (p[0].1 + 1..p[1].0).filter(|&i| working[i]).count() >= STEPS_BETWEEN_PAUSES);
+        && long.windows(2).all(|p| {
+            total(
+                (p[0].1 + 1..p[1].0)
+                    .filter(|&i| working[i])
+                    .map(|i| w.len(i)),
+            ) >= STEPS_BETWEEN_PAUSES_NS
+        });
     let recurring = !rare
         && total(long.iter().map(|&g| length(g))) as f64
             >= RECURRING_SHARE * length((first, last)) as f64;
@@ -1302,6 +1308,41 @@ mod tests {
                 (PhaseKind::Steady, 780),
                 (PhaseKind::Pause, 920),
                 (PhaseKind::Steady, 1170),
+            ]
+        );
+        // The same at 40 ms windows (a longer start-up widened them): 2-3 windows of steps
+        // between checkpoints of 7 windows are still many steps, so pauses.
+        let wide = |w: W| W {
+            launches: 4 * w.launches,
+            launch_ns: 4 * w.launch_ns,
+            driver_ns: 4 * w.driver_ns,
+            blocked_ns: 4 * w.blocked_ns,
+            busy_ns: 4 * w.busy_ns,
+            idle_after_sync: 4 * w.idle_after_sync,
+            idle_host: 4 * w.idle_host,
+            ..w
+        };
+        let mut w = times(3, wide(LOOP));
+        for steps in [2, 3, 2] {
+            w.extend(times(7, wide(QUIET)));
+            w.extend(times(steps, wide(LOOP)));
+        }
+        let mut t = timeline(&w, false);
+        t.window_ns = 40 * MS;
+        let a = time_axis(&profile(t)).unwrap();
+        assert_eq!(
+            kinds(&a)
+                .iter()
+                .map(|&(kind, _, start, _)| (kind, start))
+                .collect::<Vec<_>>(),
+            [
+                (PhaseKind::Steady, 0),
+                (PhaseKind::Pause, 120),
+                (PhaseKind::Steady, 400),
+                (PhaseKind::Pause, 480),
+                (PhaseKind::Steady, 760),
+                (PhaseKind::Pause, 880),
+                (PhaseKind::Steady, 1160),
             ]
         );
         // The same three gaps with one step (two windows) between them are the loop's.

@@ -28,10 +28,17 @@ const HOST_FAULTS_BYTES_PER_S: f64 = 3.5 * GIB;
 const PREFETCH_TO_GPU_OF_PEAK: f64 = 0.75;
 const PREFETCH_TO_HOST_OF_PEAK: f64 = 0.19;
 
+/// Sampled bytes at least this share of the managed memory each step are read as all of it
+/// each step: the H200's staged loop moves its 256 MiB each way every step, and 20-40 ms
+/// glimpses of its 100 ms steps put that at 0.32-1.55 times the truth in 8 runs
+/// (bench/results/gpu-2026-12-01-session13-phases-5).
+const ALL_MANAGED_SHARE: f64 = 0.25;
+
 /// The steady state's migrations and what prefetching them saves. A loop that faults pages
 /// over again every step must have moved them back meanwhile, so the larger direction
 /// counted is taken for both: the sampled counters' slot often covers only one side of a
-/// step (the kernel's faults, or the host's).
+/// step (the kernel's faults, or the host's). Near the managed memory's size each step
+/// (within the sampling's spread), it is taken as all of it each step.
 struct Migrations {
     /// Bytes each way.
     bytes: f64,
@@ -42,13 +49,22 @@ struct Migrations {
 }
 
 impl Migrations {
-    fn of(p: &Profile, um: &SteadyUnifiedMemory) -> Migrations {
+    fn of(p: &Profile, s: &SteadyState, um: &SteadyUnifiedMemory) -> Migrations {
         // Without faults, what moved was prefetched.
         let faulted = um.cpu_page_faults + um.gpu_page_fault_groups > 0;
-        let bytes = if faulted {
+        let sampled = if faulted {
             um.bytes_htod.max(um.bytes_dtoh) as f64
         } else {
             0.0
+        };
+        let managed = p.api("cuMemAllocManaged").map_or(0, |a| a.bytes) as f64;
+        let all_each_step = s
+            .step
+            .as_ref()
+            .map(|step| managed * s.ns as f64 / step.ns as f64);
+        let bytes = match all_each_step {
+            Some(all) if sampled >= ALL_MANAGED_SHARE * all => all,
+            _ => sampled,
         };
         let peak = link_peak_bytes_per_s(p);
         let on_faults = bytes / FAULT_MIGRATION_BYTES_PER_S * 1e9;
@@ -68,7 +84,7 @@ impl Migrations {
 /// in older dumps, up to 200 us per CPU fault of the run (`um_fault_wait_ns`).
 pub fn fault_host_wait_ns(p: &Profile, s: &SteadyState) -> u64 {
     match &s.unified_memory {
-        Some(um) => Migrations::of(p, um).host_on_faults_ns as u64,
+        Some(um) => Migrations::of(p, s, um).host_on_faults_ns as u64,
         None => um_fault_wait_ns(p),
     }
 }
@@ -202,7 +218,7 @@ impl UmFaultHeavy {
         if um.cpu_page_faults + um.gpu_page_fault_groups == 0 {
             return Outcome::Clear;
         }
-        let m = Migrations::of(p, um);
+        let m = Migrations::of(p, s, um);
         Outcome::Found(
             Finding::new(
                 self,
