@@ -632,6 +632,14 @@ fn labels(w: &Windows) -> Vec<Label> {
             *label = Label::Warmup;
         }
     }
+    // The loop ends inside its last window with work: below half the usual rate, that
+    // window is mostly what follows the loop, and teardown. A short loop's last window held
+    // 16 of its usual 250 launches and the GPU's idle after the final sync, 15 % of the
+    // steady state's recorded device time (bench/results/gpu-2026-12-01-session13-phases-6,
+    // sync-stalled). A slower stretch of several windows is the loop's.
+    if last > settled && labels[last] == Label::Steady && 2 * at(metric, last) < usual {
+        labels[last] = Label::Teardown;
+    }
     labels
 }
 
@@ -852,9 +860,16 @@ fn steady_state(
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
             let mut window_host = None;
+            // A window the host spent mostly blocked on the GPU, while its device shows
+            // under a tenth of that as activity in the part recorded, holds work CUPTI did
+            // not show (managed memory prefetched; a recording period opened as a short
+            // loop ended, 0.1 ms of copies against 14 ms blocked): its idle is not the loop's.
+            let blocked = w.blocked(i);
+            let waited = 2 * blocked >= len;
             for d in &t.devices {
                 let accounted = accounted_ns(d, i);
-                if accounted == 0 {
+                let seen = at(&d.busy_ns, i) + at(&d.transfer_ns, i);
+                if accounted == 0 || (waited && seen < scale(blocked, accounted, len) / 10) {
                     continue;
                 }
                 let host = window_host.get_or_insert(0);
@@ -1399,7 +1414,9 @@ mod tests {
                 ..slow
             },
         ));
-        w.extend(times(10, slow));
+        // Eleven slow windows: the last, below half the median rate, is where the loop
+        // ended, teardown.
+        w.extend(times(11, slow));
         let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
         assert_eq!(
             g.idle,
