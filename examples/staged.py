@@ -252,19 +252,28 @@ def prefetch_to(ptr, size, device, stream):
         raise RuntimeError(f"cuMemPrefetchAsync_v2 returned {r}")
 
 
-def managed(prefetch):
-    # 256 MiB of managed memory: the GPU adds to every element, then the host touches
-    # every page. Without prefetching each side faults the pages over.
+def managed_floats(count):
+    # `count` floats of managed memory, filled by the host: the allocation, and the same
+    # memory as a CuPy array and as a NumPy one.
     import ctypes
 
     import cupy
     import numpy
 
-    count = 64 << 20
     mem = cupy.cuda.malloc_managed(count * 4)
     d = cupy.ndarray((count,), dtype=cupy.float32, memptr=mem)
     h = numpy.ctypeslib.as_array(ctypes.cast(mem.ptr, ctypes.POINTER(ctypes.c_float)), (count,))
     h[:] = 1.0
+    return mem, d, h
+
+
+def managed(prefetch):
+    # 256 MiB of managed memory: the GPU adds to every element, then the host touches
+    # every page. Without prefetching each side faults the pages over.
+    import cupy
+
+    count = 64 << 20
+    mem, d, h = managed_floats(count)
     stream = cupy.cuda.get_current_stream()
 
     def loop(n):

@@ -1070,6 +1070,14 @@ mod tests {
         p
     }
 
+    /// Each phase's kind and start (ms).
+    fn starts(a: &TimeAxis) -> Vec<(PhaseKind, u64)> {
+        kinds(a)
+            .iter()
+            .map(|&(kind, _, start, _)| (kind, start))
+            .collect()
+    }
+
     fn kinds(a: &TimeAxis) -> Vec<(PhaseKind, Option<&str>, u64, u64)> {
         a.phases
             .iter()
@@ -1311,10 +1319,7 @@ mod tests {
         }
         let a = time_axis(&profile(timeline(&w, false))).unwrap();
         assert_eq!(
-            kinds(&a)
-                .iter()
-                .map(|&(kind, _, start, _)| (kind, start))
-                .collect::<Vec<_>>(),
+            starts(&a),
             [
                 (PhaseKind::Steady, 0),
                 (PhaseKind::Pause, 140),
@@ -1346,10 +1351,7 @@ mod tests {
         t.window_ns = 40 * MS;
         let a = time_axis(&profile(t)).unwrap();
         assert_eq!(
-            kinds(&a)
-                .iter()
-                .map(|&(kind, _, start, _)| (kind, start))
-                .collect::<Vec<_>>(),
+            starts(&a),
             [
                 (PhaseKind::Steady, 0),
                 (PhaseKind::Pause, 120),

@@ -6,11 +6,24 @@ use std::path::Path;
 /// reductions); the sampled default has tests of its own.
 const FULL: &[(&str, &str)] = &[("GPUSPY_CUPTI", "full")];
 
-fn gpu_section(run: &Run) -> Value {
+/// The run's one dump.
+fn dump_of(run: &Run) -> Value {
     let dumps = run.dumps();
     assert_eq!(dumps.len(), 1, "{dumps:?}");
-    let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
-    dump["gpu"].clone()
+    serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap()
+}
+
+fn gpu_section(run: &Run) -> Value {
+    dump_of(run)["gpu"].clone()
+}
+
+/// A timeline series.
+fn series(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect()
 }
 
 #[test]
@@ -440,15 +453,7 @@ fn the_unified_memory_counters_come_on_with_the_first_launch_after_the_allocatio
     // the allocation, the counters' first slot saw only such set-up faults in every round
     // of the H200's staged managed loops, scaled up to the whole run, heavy or prefetched.
     let run = run("cupti_stream", &["1500", "managed", "setup"], &[]);
-    let dumps = run.dumps();
-    let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
-    let series = |v: &Value| -> Vec<u64> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n.as_u64().unwrap())
-            .collect()
-    };
+    let dump = dump_of(&run);
     let t = &dump["timeline"];
     let first_launch = series(&t["host"]["launches"])
         .iter()
@@ -606,16 +611,8 @@ fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
     // kernels start before the call returned (the H200's launch-bound loop, where the
     // time between periods was counted observed, neither busy nor idle).
     let run = run("cupti_stream", &["1500"], &[("FAKECUPTI_ENABLE_US", "300")]);
-    let dumps = run.dumps();
-    let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
+    let dump = dump_of(&run);
     let w = &dump["timeline"]["devices"][0];
-    let series = |v: &Value| -> Vec<u64> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap())
-            .collect()
-    };
     let observed = series(&w["observed_ns"]);
     let busy = series(&w["busy_ns"]);
     let transfer = series(&w["transfer_ns"]);

@@ -4,32 +4,22 @@ GPU part (kernel, with or without prefetches, to the sync's return) and the host
 what a bulk prefetch of the 256 MiB costs each way. For um-fault-heavy's impact model:
 a fix that prefetches still moves the pages, in bulk.
 Usage on the GPU machine: python3 bench/gpu/um_steps.py [STEPS]"""
-import ctypes
 import statistics
 import sys
 import time
 
 import cupy
-import numpy
 
 sys.path.insert(0, "examples")
-from staged import prefetch_to  # noqa: E402
+from staged import managed_floats, prefetch_to  # noqa: E402
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 count = 64 << 20
 stream = cupy.cuda.get_current_stream()
 
 
-def fresh():
-    mem = cupy.cuda.malloc_managed(count * 4)
-    d = cupy.ndarray((count,), dtype=cupy.float32, memptr=mem)
-    h = numpy.ctypeslib.as_array(ctypes.cast(mem.ptr, ctypes.POINTER(ctypes.c_float)), (count,))
-    h[:] = 1.0
-    return mem, d, h
-
-
 def loop(prefetch):
-    mem, d, h = fresh()
+    mem, d, h = managed_floats(count)
     rows = []
     for _ in range(steps):
         t0 = time.perf_counter()
@@ -47,7 +37,7 @@ def loop(prefetch):
 
 
 def prefetch_cost():
-    mem, d, h = fresh()
+    mem, d, h = managed_floats(count)
     e = [cupy.cuda.Event() for _ in range(4)]
     rows = []
     for _ in range(steps):
