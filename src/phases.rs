@@ -20,8 +20,8 @@ pub const PAUSE_MIN_NS: u64 = 100_000_000;
 /// Long stretches without work recur, and belong to the steady state (a loop that waits
 /// for its data every step), when they take at least `RECURRING_SHARE` of the time between
 /// the first and last window with work and either there are more than `RARE_GAPS` of them
-/// or the windows with work between two of them last less than `STEPS_BETWEEN_PAUSES_NS`
-/// (one step per gap). A few long gaps with much regular work between them are pauses
+/// or the windows with work between two of them are one, or last less than
+/// `STEPS_BETWEEN_PAUSES_NS` (one step per gap). A few long gaps with much regular work between them are pauses
 /// (checkpoints, evaluations). A time, not a count of windows: windows widen with the run,
 /// and at 40 ms a short loop's 70-110 ms of matmul steps between its checkpoints took 2-3
 /// windows (bench/results/gpu-2026-12-01-session13-phases-5, healthy-pauses).
@@ -137,8 +137,8 @@ pub struct ProcessAxis {
     pub gpu_work: bool,
     /// Per window of its timeline: whether it is in the steady state.
     steady: Vec<bool>,
-    /// Its first window after start-up.
-    after_startup: usize,
+    /// Its windows between start-up and teardown.
+    working: std::ops::Range<usize>,
 }
 
 /// The steady state's GPU side, summed over devices: `ns`, the length of the windows in
@@ -261,22 +261,32 @@ pub struct SteadyState {
 }
 
 /// The unified-memory counters' faults and migrations, per process over the time they were
-/// on in its steady state (else after its start-up: short runs can have their only slot
-/// in a warm-up), scaled to its steady time, and summed. The counters are sampled (on one
-/// slot in 64, from the first launch after a managed allocation), so these are estimates.
+/// on in its steady state (else between its start-up and teardown: short runs can have
+/// their only slot in a warm-up), scaled to its steady time, and summed. The counters are
+/// sampled (on one slot in 64, from the first launch after a managed allocation), so these
+/// are estimates.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SteadyUnifiedMemory {
-    /// The time the counters were on in the stretches judged; 0: never after start-up.
+    /// The time the counters were on in the stretches judged; 0: under
+    /// `UM_OBSERVED_MIN_NS` after start-up, nothing judged.
     pub observed_ns: u64,
     pub cpu_page_faults: u64,
     pub gpu_page_fault_groups: u64,
     pub bytes_htod: u64,
     pub bytes_dtoh: u64,
+    /// The processes with the counters' windows: the run's managed allocations are theirs
+    /// (the dumps of a job are summed, their steady times too, while a step is one rank's).
+    pub processes: u32,
 }
+
+/// The least on-time of the counters that stands for a stretch: half their 20 ms slot.
+/// A slot's edge (the middle of a 14-43 ms switch) can leave 0.5 ms in a phase, and its
+/// faults scaled by the phase's length over that would be thousands of times too many.
+const UM_OBSERVED_MIN_NS: u64 = 10_000_000;
 
 impl SteadyUnifiedMemory {
     /// Adds the counts of windows `in_window` of `um`, scaled from their on-time to
-    /// `steady_ns`; false where the counters were never on in them.
+    /// `steady_ns`; false where the counters were on less than `UM_OBSERVED_MIN_NS` in them.
     fn add(
         &mut self,
         um: &UnifiedMemoryWindows,
@@ -285,7 +295,7 @@ impl SteadyUnifiedMemory {
     ) -> bool {
         let sum = |s: &[u64]| total((0..s.len()).filter(|&i| in_window(i)).map(|i| s[i]));
         let observed = sum(&um.observed_ns);
-        if observed == 0 {
+        if observed < UM_OBSERVED_MIN_NS {
             return false;
         }
         self.observed_ns += observed;
@@ -463,6 +473,17 @@ impl<'a> Windows<'a> {
         total(self.t.host.blocked_ns.iter().map(|c| at(&c.ns, i)))
     }
 
+    /// Time blocked in explicit syncs (waiting for the GPU's queue) in window `i`.
+    fn explicit_blocked(&self, i: usize) -> u64 {
+        let explicit = self
+            .t
+            .host
+            .blocked_ns
+            .iter()
+            .filter(|c| c.cause == SyncCause::Explicit);
+        total(explicit.map(|c| at(&c.ns, i)))
+    }
+
     /// GPU busy time in window `i`, summed over devices and scaled to the whole window.
     fn busy(&self, i: usize) -> u64 {
         total(
@@ -592,11 +613,9 @@ fn labels(w: &Windows) -> Vec<Label> {
         .collect();
     let rare = long.len() <= RARE_GAPS
         && long.windows(2).all(|p| {
-            total(
-                (p[0].1 + 1..p[1].0)
-                    .filter(|&i| working[i])
-                    .map(|i| w.len(i)),
-            ) >= STEPS_BETWEEN_PAUSES_NS
+            let between: Vec<usize> = (p[0].1 + 1..p[1].0).filter(|&i| working[i]).collect();
+            between.len() >= 2
+                && total(between.iter().map(|&i| w.len(i))) >= STEPS_BETWEEN_PAUSES_NS
         });
     let recurring = !rare
         && total(long.iter().map(|&g| length(g))) as f64
@@ -688,10 +707,14 @@ fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
     };
     Some(ProcessAxis {
         steady: labels.iter().map(|l| *l == Label::Steady).collect(),
-        after_startup: labels
+        working: labels
             .iter()
             .position(|l| *l != Label::Startup)
-            .unwrap_or(labels.len()),
+            .unwrap_or(labels.len())
+            ..labels
+                .iter()
+                .rposition(|l| *l != Label::Teardown)
+                .map_or(0, |i| i + 1),
         phases,
         startup,
         gpu_work: gpu_work(t),
@@ -860,12 +883,13 @@ fn steady_state(
             let launching = at(&h.launches, i).saturating_mul(LAUNCH_GAP_NS) >= len
                 || 2 * at(&h.launch_ns, i) >= len;
             let mut window_host = None;
-            // A window the host spent mostly blocked on the GPU, while its device shows
+            // A window the host spent mostly in explicit syncs, while its one device shows
             // under a tenth of that as activity in the part recorded, holds work CUPTI did
             // not show (managed memory prefetched; a recording period opened as a short
             // loop ended, 0.1 ms of copies against 14 ms blocked): its idle is not the loop's.
-            let blocked = w.blocked(i);
-            let waited = 2 * blocked >= len;
+            // With several devices the host may wait on one while another idles.
+            let blocked = w.explicit_blocked(i);
+            let waited = t.devices.len() == 1 && 2 * blocked >= len;
             for d in &t.devices {
                 let accounted = accounted_ns(d, i);
                 let seen = at(&d.busy_ns, i) + at(&d.transfer_ns, i);
@@ -908,8 +932,9 @@ fn steady_state(
         if let Some(um) = &t.unified_memory {
             let u = s.unified_memory.get_or_insert_with(Default::default);
             if !u.add(um, counted, steady_ns) {
-                u.add(um, |i| i >= axis.after_startup, steady_ns);
+                u.add(um, |i| axis.working.contains(&i), steady_ns);
             }
+            u.processes += 1;
         }
         for e in &t.recent_blocking {
             let explicit = matches!(
@@ -1424,6 +1449,59 @@ mod tests {
             g.idle,
             BTreeMap::from([(IdleKind::Launch, 140 * MS), (IdleKind::Host, 70 * MS)])
         );
+    }
+
+    #[test]
+    fn a_window_spent_waiting_on_work_cupti_did_not_show_is_not_the_loops_idle() {
+        // 10 loop windows (busy 6 ms, idle 3 + 1 ms, the host blocked 2 ms), then 2 in
+        // which the host waited 8 ms in syncs while the device recorded 0.1 ms of busy time
+        // and 9.9 ms of idle after the syncs (prefetches it does not show, or a recording
+        // period that opened as the loop ended): left out, the loop's shares stand.
+        let unseen = W {
+            blocked_ns: 8 * MS,
+            busy_ns: MS / 10,
+            idle_after_sync: 99 * MS / 10,
+            idle_host: 0,
+            ..LOOP
+        };
+        let mut w = times(10, LOOP);
+        w.extend(times(2, unseen));
+        w.extend(times(10, LOOP));
+        let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
+        assert_eq!((g.ns, g.busy_ns), (200 * MS, 120 * MS));
+        assert_eq!(g.idle[&IdleKind::AfterSync], 60 * MS);
+        // The same with a second device, busy all along: the host may have waited on it
+        // while the first idled, so the first's idle counts.
+        let mut t = timeline(&w, true);
+        let mut second = t.devices[0].clone();
+        second.ordinal = 1;
+        second.busy_ns = vec![10 * MS; w.len()];
+        second
+            .idle_ns
+            .iter_mut()
+            .for_each(|s| s.ns = vec![0; w.len()]);
+        t.devices.push(second);
+        let g = steady(&profile(t)).unwrap().gpu.unwrap();
+        assert_eq!(g.idle[&IdleKind::AfterSync], 60 * MS + 2 * 99 * MS / 10);
+    }
+
+    #[test]
+    fn a_last_window_below_half_the_usual_rate_is_where_the_loop_ended() {
+        // 20 loop windows of 20 launches, then one of 9 (the loop ended in it): teardown.
+        let mut w = times(20, LOOP);
+        w.push(W {
+            launches: 9,
+            ..LOOP
+        });
+        let a = time_axis(&profile(timeline(&w, false))).unwrap();
+        assert_eq!(
+            starts(&a),
+            [(PhaseKind::Steady, 0), (PhaseKind::Teardown, 200)]
+        );
+        // One of 10, half the usual rate: still the loop's.
+        w.last_mut().unwrap().launches = 10;
+        let a = time_axis(&profile(timeline(&w, false))).unwrap();
+        assert_eq!(starts(&a), [(PhaseKind::Steady, 0)]);
     }
 
     #[test]

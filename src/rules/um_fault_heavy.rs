@@ -234,7 +234,8 @@ impl UmFaultHeavy {
             )
             .evidence("cpu_page_faults", um.cpu_page_faults)
             .evidence("gpu_page_fault_groups", um.gpu_page_fault_groups)
-            .evidence("migrated_bytes", um.bytes_htod + um.bytes_dtoh)
+            .evidence("sampled_migrated_bytes", um.bytes_htod + um.bytes_dtoh)
+            .evidence("migrated_bytes_each_way", m.bytes as u64)
             .evidence("counters_on_ns", um.observed_ns)
             .heuristic(),
         )
@@ -372,9 +373,10 @@ mod tests {
         assert!((f.impact - 0.2).abs() < 1e-9, "{}", f.impact);
     }
 
-    /// A run of 5 set-up windows without a launch, a 200 ms loop of 10 ms steps (GPU busy
-    /// 3 ms, idle 2 ms after the sync and 5 ms in host work) and 2 teardown windows, whose
-    /// whole-run counters hold `cpu_faults` CPU faults, with the counters' windows `um`.
+    /// A run of 5 set-up windows without a launch, 2 warm-up windows, a 200 ms loop of
+    /// 10 ms steps (GPU busy 3 ms, idle 2 ms after the sync and 5 ms in host work) and 2
+    /// teardown windows, whose whole-run counters hold `cpu_faults` CPU faults, with the
+    /// counters' windows `um`.
     fn counted(cpu_faults: u64, um: UnifiedMemoryWindows) -> Profile {
         use crate::phases::fixtures::{attach, timeline, times, MS, W};
         let mut p = faulting(cpu_faults, Some(activity(1.0)));
@@ -386,8 +388,13 @@ mod tests {
             idle_host: 5 * MS,
             ..W::default()
         };
+        let warm_up = W {
+            launches: 2,
+            ..step
+        };
         let windows = [
             times(5, W::default()),
+            times(2, warm_up),
             times(20, step),
             times(2, W::default()),
         ];
@@ -401,7 +408,7 @@ mod tests {
     /// `cpu` CPU faults, `gpu` fault groups and `mib` MiB migrated to the GPU.
     fn on_in(at: &[usize], on: u64, cpu: u64, gpu: u64, mib: u64) -> UnifiedMemoryWindows {
         let col = |v: u64| {
-            (0..27)
+            (0..29)
                 .map(|i| if at.contains(&i) { v } else { 0 })
                 .collect()
         };
@@ -418,21 +425,28 @@ mod tests {
     fn the_steady_states_migrations_less_their_bulk_cost_are_the_impact() {
         use crate::phases::fixtures::MS;
         // The host filled the memory in set-up (500 CPU faults, the whole run's count), and
-        // the counters were on 5 ms of one loop window: 40 fault groups moving 8 MiB to the
-        // GPU. Over the 200 ms steady state: 1,600 groups and 320 MiB, and as many back (a
-        // loop faulting pages over each step moved them back each step). On faults, 640 MiB
-        // at 7 GiB/s take 89.29 ms; prefetched, 320 MiB each way take 7.10 ms at 75 % of
-        // gen5 x16's 63.016 GB/s and 28.03 ms at 19 %: 54.16 ms saved, 27.08 %.
-        let mut set_up = on_in(&[2, 10], 5 * MS, 0, 40, 8);
+        // the counters were on 10 ms of one loop window: 40 fault groups moving 16 MiB to
+        // the GPU. Over the 200 ms steady state: 800 groups and 320 MiB, and as many back
+        // (a loop faulting pages over each step moved them back each step). On faults,
+        // 640 MiB at 7 GiB/s take 89.29 ms; prefetched, 320 MiB each way take 7.10 ms at
+        // 75 % of gen5 x16's 63.016 GB/s and 28.03 ms at 19 %: 54.16 ms saved, 27.08 %.
+        let mut set_up = on_in(&[2, 12], 10 * MS, 0, 40, 16);
         set_up.cpu_page_faults[2] = 500;
         set_up.gpu_page_fault_groups[2] = 0;
         set_up.bytes_htod[2] = 0;
         let p = counted(500, set_up);
         let f = found(UmFaultHeavy.check(&p));
         assert!((f.impact - 0.2708).abs() < 1e-3, "{}", f.impact);
-        assert_eq!(f.evidence["gpu_page_fault_groups"].as_u64(), Some(1_600));
+        assert_eq!(f.evidence["gpu_page_fault_groups"].as_u64(), Some(800));
         assert_eq!(f.evidence["cpu_page_faults"].as_u64(), Some(0));
-        assert_eq!(f.evidence["migrated_bytes"].as_u64(), Some(320 << 20));
+        assert_eq!(
+            f.evidence["sampled_migrated_bytes"].as_u64(),
+            Some(320 << 20)
+        );
+        assert_eq!(
+            f.evidence["migrated_bytes_each_way"].as_u64(),
+            Some(320 << 20)
+        );
         // The host's faults pulling 320 MiB back take 89.29 ms at 3.5 GiB/s, 44.64 % of
         // the loop: of its 50 % idle in host work, 5.36 % is left to input starvation.
         let starved = found(InputStarved.check(&p));
@@ -440,18 +454,22 @@ mod tests {
         // Counters on in the loop that saw no fault: the set-up's faults are no finding,
         // however many the whole run counted.
         assert!(matches!(
-            UmFaultHeavy.check(&counted(500, on_in(&[2, 10], 5 * MS, 0, 0, 0))),
+            UmFaultHeavy.check(&counted(500, on_in(&[2, 12], 10 * MS, 0, 0, 0))),
             Outcome::Clear
         ));
-        // Counters on in set-up only: nothing is known of the loop.
-        assert!(matches!(
-            UmFaultHeavy.check(&counted(500, on_in(&[2], 5 * MS, 500, 0, 0))),
-            Outcome::NoData(_)
-        ));
-        // Counters on only in teardown, after the loop: the only time after start-up they
-        // saw stands for the steady state. 10 ms with 4 MiB: 80 MiB over 200 ms.
-        let f = found(UmFaultHeavy.check(&counted(500, on_in(&[26], 10 * MS, 0, 10, 4))));
-        assert_eq!(f.evidence["migrated_bytes"].as_u64(), Some(80 << 20));
+        // On in set-up only, or in teardown only, or 5 ms in the loop: nothing stands for
+        // the loop (5 ms of faults scaled to 200 ms would be a guess 40 times over).
+        for (at, on) in [(2, 10 * MS), (28, 10 * MS), (12, 5 * MS)] {
+            let p = counted(500, on_in(&[at], on, 500, 40, 16));
+            assert!(matches!(UmFaultHeavy.check(&p), Outcome::NoData(_)), "{at}");
+        }
+        // On only in the warm-up (a short run's one slot, at its first launch): that stands
+        // for the steady state. 10 ms with 4 MiB: 80 MiB over 200 ms.
+        let f = found(UmFaultHeavy.check(&counted(500, on_in(&[5], 10 * MS, 0, 10, 4))));
+        assert_eq!(
+            f.evidence["sampled_migrated_bytes"].as_u64(),
+            Some(80 << 20)
+        );
         assert_eq!(f.evidence["gpu_page_fault_groups"].as_u64(), Some(200));
     }
 }

@@ -181,13 +181,15 @@ pub fn start(sampled: bool, origin_unix_ns: u64) -> Result<String, String> {
     let api = API.get_or_init(|| api);
     let since = crate::clock::unix_ns();
     let to_unix = cupti_to_unix(api);
+    // Read before the aggregator's lock: a dump takes the timeline's lock, then this one.
+    let launches = crate::timeline::launches_so_far();
     if let Ok(mut agg) = AGGREGATOR.lock() {
         *agg = Some(Aggregator::new(
             origin_unix_ns,
             since,
             to_unix,
             sampled,
-            crate::timeline::launches_so_far(),
+            launches,
         ));
     }
     // SAFETY: our callbacks have the signatures CUPTI documents.

@@ -52,6 +52,8 @@ const SETTLE_MARGIN_NS: u64 = 500_000_000;
 /// allocation, to switch the unified-memory counters on (a step of the H200's staged
 /// managed loop takes 50-100 ms).
 const UM_LAUNCH_POLL_NS: u64 = 5_000_000;
+/// How long the unified-memory counters wait for that launch at most.
+const UM_LAUNCH_WAIT_NS: u64 = 5_000_000_000;
 /// The slow NVML queries (PCIe throughput, other processes) run every this many ticks.
 const SLOW_QUERY_TICKS: u64 = 10;
 /// CPU time the gpuspy thread has used, as of its last tick.
@@ -269,8 +271,8 @@ fn run() {
 struct Switches {
     traced: Option<sampling::DutyCycle>,
     unified_memory: Option<sampling::DutyCycle>,
-    /// The host's kernel launches when the gpuspy thread found managed memory.
-    launches_at_managed: Option<u64>,
+    /// When the gpuspy thread found managed memory, and the host's kernel launches then.
+    launches_at_managed: Option<(u64, u64)>,
     sampled: bool,
 }
 
@@ -284,7 +286,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
         }
         let unix = clock::unix_ns();
         if duty.sampled && duty.launches_at_managed.is_none() && MANAGED_MEMORY.load(Relaxed) {
-            duty.launches_at_managed = Some(crate::timeline::launches_so_far());
+            duty.launches_at_managed = Some((now, crate::timeline::launches_so_far()));
             if let Some(traced) = duty.traced.as_mut() {
                 traced.managed_memory(unix);
             }
@@ -292,11 +294,12 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
         // The counters' cycle starts at the first kernel launch after the allocation: begun
         // at the allocation, its first slot saw the host fill the memory (every round of
         // the H200's staged loops, 2026-12-01), and a run shorter than the cycle had only
-        // those set-up faults, scaled up to the whole run.
+        // those set-up faults, scaled up to the whole run. At most `UM_LAUNCH_WAIT_NS`
+        // later: a program that only replays CUDA graphs makes no `cuLaunch*` call.
         let awaiting_launch = duty.unified_memory.is_none()
-            && duty
-                .launches_at_managed
-                .is_some_and(|at_managed| crate::timeline::launches_so_far() <= at_managed);
+            && duty.launches_at_managed.is_some_and(|(found, launches)| {
+                now < found + UM_LAUNCH_WAIT_NS && crate::timeline::launches_so_far() <= launches
+            });
         if duty.launches_at_managed.is_some() && duty.unified_memory.is_none() && !awaiting_launch {
             duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
             cupti::switch_unified_memory(true);
@@ -325,8 +328,9 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // next cycle.
                     cupti::collect(false, SETTLE_MARGIN_NS);
                     // Off for a while, CUPTI is detached: attached, it costs every launch
-                    // (`cupti::detach`). The unified-memory counters' cycle keeps it attached:
-                    // configured again after a detach, they recorded no fault on the H200.
+                    // (`cupti::detach`). Managed memory keeps it attached (the traced kinds'
+                    // fixed cycle never detaches, nor does the counters' own once on):
+                    // configured again after a detach, the counters recorded no fault on the H200.
                     // So do kernels still queued from the slot: a detach flushes their
                     // records back untimed and waits for them. A Triton loop with ~4 s of
                     // 2.3 ms kernels queued had a detach take 1.7 s, one of its launches
