@@ -106,8 +106,10 @@ after a managed allocation, then one slot in 64.
 
 Judged on the steady state where the dump has the counters' windows (from 2026-12-01's
 session 13): the faults and bytes seen while the counters were on in the steady state
-(else after start-up), scaled to it. Faults only while the host filled the memory in
-set-up are no finding. Impact, a heuristic: what prefetching saves. A loop that faults
+(else between start-up and teardown), at least 10 ms of it, scaled to it. Faults only
+while the host filled the memory in set-up are no finding. A run shorter than the
+counters' cycle (1.28 s) is judged by its first slot, at its first launch: a program that
+faults its data over once and then keeps it resident reads as faulting every step. Impact, a heuristic: what prefetching saves. A loop that faults
 pages over each step moves them back each step, so the larger direction counted is taken
 for both; on faults a byte costs 1/7 GiB/s, prefetched 1/(75 % of the link's peak) to the
 GPU and 1/(19 %) back (the H200's staged CuPy loop, 256 MiB each way a step:
