@@ -165,6 +165,44 @@ fn unified_memory_recorded_on_the_h200_is_the_verdict() {
 }
 
 #[test]
+fn the_h200_managed_loop_and_its_prefetched_fix_read_from_the_counters_windows() {
+    // bench/results/gpu-2026-12-01-session13-phases-7, long form: examples/staged.py's
+    // managed loop (256 MiB faulted over to the GPU and back, 40 steps), then the same
+    // loop prefetching both ways. With session 12's shim both read `um-fault-heavy`, from
+    // the host's set-up faults; the fix saved 46 % of the loop.
+    let finding = |r: &Value, id: &str| {
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .cloned()
+    };
+    let r = report_json(&[&data("h200-um-fault-heavy-windows.json")]);
+    assert_eq!(r["verdict"], "um-fault-heavy");
+    let f = finding(&r, "um-fault-heavy").unwrap();
+    assert_eq!(f["impact"].as_f64(), Some(0.384));
+    // All 256 MiB each way, every step: the sampled bytes were near it.
+    let each_way = f["evidence"]["migrated_bytes_each_way"].as_f64().unwrap();
+    assert!(
+        (each_way / (40.0 * 268_435_456.0) - 1.0).abs() < 0.01,
+        "{each_way}"
+    );
+    assert_eq!(f["evidence"]["counters_on_ns"], 99_596_159);
+    let starved = finding(&r, "input-starved").unwrap();
+    assert_eq!(starved["severity"], "info");
+    // The prefetched loop moved as much, with no fault: no finding about faults.
+    let r = report_json(&[&data("h200-um-prefetched-windows.json")]);
+    let um = &r["gpu"][0]["unified_memory"];
+    assert_eq!(
+        (&um["cpu_page_faults"], &um["gpu_page_fault_groups"]),
+        (&0.into(), &0.into())
+    );
+    assert!(um["bytes_htod"].as_u64().unwrap() > 10 << 30, "{um}");
+    assert!(finding(&r, "um-fault-heavy").is_none(), "{r}");
+}
+
+#[test]
 fn a_dump_with_gpm_slots_written_as_null_loads() {
     // bench/results/gpu-2026-11-30-session7-phases-2, long um-fixed: NVML answered NaN for
     // DRAM bandwidth in one slot, and that build wrote it as null, and the gauge's mean too;
