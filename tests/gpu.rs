@@ -17,6 +17,16 @@ fn gpu_section(run: &Run) -> Value {
     dump_of(run)["gpu"].clone()
 }
 
+/// The report's finding `id`, if it has one.
+fn finding(report: &Value, id: &str) -> Option<Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .cloned()
+}
+
 /// A timeline series.
 fn series(v: &Value) -> Vec<u64> {
     v.as_array()
@@ -170,14 +180,6 @@ fn the_h200_managed_loop_and_its_prefetched_fix_read_from_the_counters_windows()
     // managed loop (256 MiB faulted over to the GPU and back, 40 steps), then the same
     // loop prefetching both ways. With session 12's shim both read `um-fault-heavy`, from
     // the host's set-up faults; the fix saved 46 % of the loop.
-    let finding = |r: &Value, id: &str| {
-        r["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == id)
-            .cloned()
-    };
     let r = report_json(&[&data("h200-um-fault-heavy-windows.json")]);
     assert_eq!(r["verdict"], "um-fault-heavy");
     let f = finding(&r, "um-fault-heavy").unwrap();
@@ -405,15 +407,8 @@ fn nvml_telemetry_and_facts_reach_the_dump_and_the_rules() {
     );
     // The driver layer and gpu-shared judge from it.
     let r = run.report();
-    let finding = |id: &str| {
-        r["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == id)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {id} in {}", r["findings"]))
-    };
+    let finding =
+        |id: &str| finding(&r, id).unwrap_or_else(|| panic!("no {id} in {}", r["findings"]));
     assert!(finding("clocks-throttled")["summary"]
         .as_str()
         .unwrap()
