@@ -138,7 +138,7 @@ pub struct ProcessAxis {
     /// Per window of its timeline: whether it is in the steady state.
     steady: Vec<bool>,
     /// Its windows between start-up and teardown.
-    working: std::ops::Range<usize>,
+    loop_windows: std::ops::Range<usize>,
 }
 
 /// The steady state's GPU side, summed over devices: `ns`, the length of the windows in
@@ -707,7 +707,7 @@ fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
     };
     Some(ProcessAxis {
         steady: labels.iter().map(|l| *l == Label::Steady).collect(),
-        working: labels
+        loop_windows: labels
             .iter()
             .position(|l| *l != Label::Startup)
             .unwrap_or(labels.len())
@@ -827,7 +827,9 @@ fn steady_state(
     let mut gpu: Option<SteadyGpu> = None;
     let mut host_stall = 0;
     let mut accounted_total = 0;
-    let mut syncs: Vec<u64> = Vec::new();
+    // The spacing of each process's sampled blocking syncs, pooled: syncs of several ranks
+    // merged into one sequence would be spaced by a fraction of a step.
+    let mut sync_spacing: Vec<u64> = Vec::new();
     // Per step-like range name: the steps that ended in the steady state, and its time in
     // the processes that ran them.
     let mut nvtx: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -932,10 +934,11 @@ fn steady_state(
         if let Some(um) = &t.unified_memory {
             let u = s.unified_memory.get_or_insert_with(Default::default);
             if !u.add(um, counted, steady_ns) {
-                u.add(um, |i| axis.working.contains(&i), steady_ns);
+                u.add(um, |i| axis.loop_windows.contains(&i), steady_ns);
             }
             u.processes += 1;
         }
+        let mut syncs: Vec<u64> = Vec::new();
         for e in &t.recent_blocking {
             let explicit = matches!(
                 e.kind,
@@ -949,6 +952,8 @@ fn steady_state(
                 syncs.push(e.start_unix_ns);
             }
         }
+        syncs.sort_unstable();
+        sync_spacing.extend(syncs.windows(2).map(|p| p[1] - p[0]));
         s.ns += steady_ns;
         for (r, steps) in step_ranges.iter().zip(ended) {
             if steps > 0 {
@@ -967,7 +972,7 @@ fn steady_state(
     s.gpu = gpu
         .map(|g| g.scaled(accounted_total))
         .filter(|g| g.busy_ns > 0);
-    s.step = step(&nvtx, syncs);
+    s.step = step(&nvtx, sync_spacing);
     s
 }
 
@@ -983,20 +988,18 @@ fn stall(host_idle: &[u64]) -> u64 {
 }
 
 /// The steady state's step: its time over the steps of the step-like NVTX range with the
-/// most steps in it, else the median spacing of the sampled blocking syncs (at least four)
-/// in the steady state.
-fn step(nvtx: &BTreeMap<&str, (u64, u64)>, mut syncs: Vec<u64>) -> Option<Step> {
+/// most steps in it, else the median spacing of the sampled blocking syncs in the steady
+/// state, within each process (at least three spacings).
+fn step(nvtx: &BTreeMap<&str, (u64, u64)>, mut spacing: Vec<u64>) -> Option<Step> {
     if let Some((name, &(steps, ns))) = nvtx.iter().max_by_key(|(_, &(steps, _))| steps) {
         return Some(Step {
             ns: ns / steps,
             source: StepSource::Nvtx(name.to_string()),
         });
     }
-    if syncs.len() < 4 {
+    if spacing.len() < 3 {
         return None;
     }
-    syncs.sort_unstable();
-    let mut spacing: Vec<u64> = syncs.windows(2).map(|p| p[1] - p[0]).collect();
     spacing.sort_unstable();
     Some(Step {
         ns: spacing[spacing.len() / 2],

@@ -57,13 +57,14 @@ impl Migrations {
         } else {
             0.0
         };
+        // Per process: its managed memory over its steps (ranks alike; the dumps' managed
+        // bytes and steady times are both summed, a step is one process's).
         let managed = p.api("cuMemAllocManaged").map_or(0, |a| a.bytes) as f64;
-        let all_each_step = s
-            .step
-            .as_ref()
-            .map(|step| managed * s.ns as f64 / step.ns as f64);
+        let per_process = managed / f64::from(um.processes.max(1));
+        let all_each_step =
+            (s.step.as_ref()).map(|step| per_process * s.ns as f64 / step.ns.max(1) as f64);
         let bytes = match all_each_step {
-            Some(all) if sampled >= ALL_MANAGED_SHARE * all => all,
+            Some(all) if all > 0.0 && sampled >= ALL_MANAGED_SHARE * all => all,
             _ => sampled,
         };
         let peak = link_peak_bytes_per_s(p);
@@ -84,8 +85,8 @@ impl Migrations {
 /// in older dumps, up to 200 us per CPU fault of the run (`um_fault_wait_ns`).
 pub fn fault_host_wait_ns(p: &Profile, s: &SteadyState) -> u64 {
     match &s.unified_memory {
-        Some(um) => Migrations::of(p, s, um).host_on_faults_ns as u64,
-        None => um_fault_wait_ns(p),
+        Some(um) if um.observed_ns > 0 => Migrations::of(p, s, um).host_on_faults_ns as u64,
+        _ => um_fault_wait_ns(p),
     }
 }
 
@@ -473,5 +474,54 @@ mod tests {
             Some(80 << 20)
         );
         assert_eq!(f.evidence["gpu_page_fault_groups"].as_u64(), Some(200));
+    }
+
+    #[test]
+    fn near_the_managed_memory_each_step_the_migrations_are_all_of_it_per_process() {
+        use crate::phases::fixtures::MS;
+        use gpuspy_format::timeline::{HostEvent, HostEventKind};
+        use gpuspy_format::SyncCause;
+        // `counted` with a sync every 10 ms of its loop (a 10 ms step, 20 in the steady
+        // state), `processes` copies of the process, and 16 MiB of managed memory each.
+        let job = |processes: u32, managed: bool| {
+            let mut p = counted(500, on_in(&[12], 10 * MS, 0, 40, 8));
+            let t = p.processes[0].timeline.as_mut().unwrap();
+            t.recent_blocking = (7..27)
+                .map(|i| HostEvent {
+                    start_unix_ns: t.start_unix_ns + i * 10 * MS,
+                    end_unix_ns: t.start_unix_ns + i * 10 * MS + 2 * MS,
+                    kind: HostEventKind::Sync(SyncCause::Explicit),
+                })
+                .collect();
+            for pid in 1..processes {
+                let mut other = p.processes[0].clone();
+                other.pid += pid;
+                p.processes.push(other);
+            }
+            if managed {
+                let api = p.apis.entry("cuMemAllocManaged".into()).or_default();
+                api.bytes = u64::from(processes) * (16 << 20);
+            }
+            p
+        };
+        // Sampled, 8 MiB in 10 ms: 160 MiB each way over 200 ms, half the 320 MiB of moving
+        // all 16 MiB every step: read as all of it, the impact of 320 MiB each way
+        // (the_steady_states_migrations_less_their_bulk_cost_are_the_impact): 27.08 %.
+        for processes in [1, 2] {
+            let f = found(UmFaultHeavy.check(&job(processes, true)));
+            assert!(
+                (f.impact - 0.2708).abs() < 1e-3,
+                "{processes}: {}",
+                f.impact
+            );
+            let each_way = u64::from(processes) * (320 << 20);
+            assert_eq!(
+                f.evidence["migrated_bytes_each_way"].as_u64(),
+                Some(each_way)
+            );
+        }
+        // No managed allocation in the dumps: the sampled 160 MiB, half the impact.
+        let f = found(UmFaultHeavy.check(&job(1, false)));
+        assert!((f.impact - 0.1354).abs() < 1e-3, "{}", f.impact);
     }
 }

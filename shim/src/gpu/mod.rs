@@ -296,19 +296,18 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
         // the H200's staged loops, 2026-12-01), and a run shorter than the cycle had only
         // those set-up faults, scaled up to the whole run. At most `UM_LAUNCH_WAIT_NS`
         // later: a program that only replays CUDA graphs makes no `cuLaunch*` call.
-        let awaiting_launch = duty.unified_memory.is_none()
-            && duty.launches_at_managed.is_some_and(|(found, launches)| {
-                now < found + UM_LAUNCH_WAIT_NS && crate::timeline::launches_so_far() <= launches
-            });
-        if duty.launches_at_managed.is_some() && duty.unified_memory.is_none() && !awaiting_launch {
-            duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
-            cupti::switch_unified_memory(true);
+        let mut wake = deadline;
+        if let Some((found, launches)) = duty
+            .launches_at_managed
+            .filter(|_| duty.unified_memory.is_none())
+        {
+            if now >= found + UM_LAUNCH_WAIT_NS || crate::timeline::launches_so_far() > launches {
+                duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
+                cupti::switch_unified_memory(true);
+            } else {
+                wake = wake.min(now + UM_LAUNCH_POLL_NS);
+            }
         }
-        let mut wake = if awaiting_launch {
-            deadline.min(now + UM_LAUNCH_POLL_NS)
-        } else {
-            deadline
-        };
         if let Some(traced) = duty.traced.as_mut().filter(|d| unix >= d.wake_at()) {
             if !traced.is_on() {
                 cupti::switch_traced_kinds(true);
