@@ -466,6 +466,10 @@ mod tests {
             let p = counted(500, on_in(&[at], on, 500, 40, 16));
             assert!(matches!(UmFaultHeavy.check(&p), Outcome::NoData(_)), "{at}");
         }
+        // With nothing known of the loop, input-starved still leaves what the run's 500 CPU
+        // faults can explain (up to 200 us each: 100 ms, all of the loop's 50 % host idle).
+        let set_up_only = counted(500, on_in(&[2], 10 * MS, 500, 0, 0));
+        assert!(matches!(InputStarved.check(&set_up_only), Outcome::Clear));
         // On only in the warm-up (a short run's one slot, at its first launch): that stands
         // for the steady state. 10 ms with 4 MiB: 80 MiB over 200 ms.
         let f = found(UmFaultHeavy.check(&counted(500, on_in(&[5], 10 * MS, 0, 10, 4))));
