@@ -12,10 +12,6 @@ const THROTTLE_REASONS: [&str; 5] = [
     "hw-power-brake-slowdown",
 ];
 
-/// The GPU drawing its power limit: how dense math runs on an H100 or H200 at the board's
-/// default limit, a problem only when someone lowered the limit.
-const POWER_CAP: &str = "sw-power-cap";
-
 /// Clocks held down by thermal or power limits.
 pub struct ClocksThrottled;
 

@@ -1,4 +1,4 @@
-use super::gpu_data::short_idle_share;
+use super::gpu_data::{power_capped_loss, short_idle_share};
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::phases::{in_steady, IdleKind, SteadyState};
 use crate::profile::Profile;
@@ -48,13 +48,16 @@ With a timeline (dumps of schema 2), every figure is the steady state's (docs/di
 time that began when a sync returned and the host went on working with nothing queued
 (`after-sync` idle), over the steady device time. That is what the loop loses to the sync:
 `.item()` then 3.5 ms of host work idles the GPU for those 3.5 ms every step. Without the
-sync that host work overlaps the GPU's, and a step of G + H takes max(G, H), so the impact
-is capped by the steady state's GPU busy share (the overlap bound with both sides
-measured). The rule fires at 20 or more syncs a second with 1 % or more of the steady
-state idle after them. On a GPU at its power limit the fix saves less than that: the
-busier GPU runs at lower clocks (an H200 bf16 matmul loop: SM clock 2.4 % below its
-maximum with a sync per step, 10.6 % without; 13 % predicted, 10 % saved;
-bench/results/gpu-2026-12-01-session12-phases-4), which `clocks-throttled` shows.
+sync that host work overlaps the GPU's: a step where the host works H and waits W takes
+max(H, the GPU's time) instead of H + W, so the impact is also capped by the share of the
+steady state the host waited (the overlap bound with both sides measured). The rule fires
+at 20 or more syncs a second with 1 % or more of the steady state idle after them.
+On a GPU at its power limit (NVML's `sw-power-cap` in at least half the steady state's
+samples) the fix saves less: the busier GPU spends the same power on more work, at lower
+clocks, and its kernels take longer. The impact then loses 0.3 × busy × ln(busy after /
+busy before) of the steady state past the limit's first second, calibrated on the H200
+(a bf16 matmul loop: SM clock 5.6-9.8 % lower without the sync, kernels 2.3-4.6 % longer;
+docs/diagnosis.md).
 
 Fix: take synchronisation out of the step. Drop `.item()`, `.cpu()`, `.tolist()` and
 `print(tensor)` from the loop (accumulate metrics on the GPU and read them every N steps),
@@ -106,32 +109,47 @@ impl SyncStalled {
         // Syncs are filed into the window where the writer saw them end, so the steady
         // windows can hold a little more blocked time than their length.
         let blocked_share = share(blocked.min(s.ns), s.ns);
-        let (impact, summary) = match &s.gpu {
+        let (impact, summary, slower) = match &s.gpu {
             Some(g) => {
                 let idle = g.share(IdleKind::AfterSync);
-                // Without the sync the host's work overlaps the GPU's: a step of G + H
-                // takes max(G, H), so no more than the busy time comes back.
-                let saved = idle.min(share(g.busy_ns, g.ns));
+                // Without the sync the host's work overlaps the GPU's: a step of host work
+                // H and wait W takes max(H, the GPU's time), so no more than the idle after
+                // the syncs and no more than the wait comes back.
+                let overlap = idle.min(blocked_share);
+                let busy = share(g.busy_ns + g.transfer_ns, g.ns);
+                let after = (busy / (1.0 - overlap)).min(1.0);
+                let processes = p.processes.len().max(1) as u64;
+                let slower = power_capped_loss(p, s.ns / processes, busy, after);
+                let saved = (overlap - slower).max(0.0);
                 if per_s < MIN_SYNCS_PER_S || saved < MIN_IDLE_SHARE {
                     return Outcome::Clear;
                 }
-                (saved, format!(
+                let mut summary = format!(
                     "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; after each wait the GPU sat idle while the host worked, {:.1} % of the steady state, and removing the syncs would save {:.1} % (the host's work then overlaps the GPU's)",
                     blocked_share * 100.0,
                     idle * 100.0,
                     saved * 100.0
-                ))
+                );
+                if slower > 0.0 {
+                    summary.push_str(&format!(
+                        "; the GPU draws its power limit, so busier it runs at lower clocks, which takes back {:.1} % of the {:.1} % overlap gives",
+                        slower * 100.0,
+                        overlap * 100.0
+                    ));
+                }
+                (saved, summary, slower)
             }
             None => {
                 if per_s < MIN_SYNCS_PER_S || blocked_share < MIN_SHARE {
                     return Outcome::Clear;
                 }
                 let bound = share(blocked.min(s.ns.saturating_sub(blocked)), s.ns);
-                (bound, format!(
+                let summary = format!(
                     "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; overlapping host and GPU would save at most {:.1} %",
                     blocked_share * 100.0,
                     bound * 100.0
-                ))
+                );
+                (bound, summary, 0.0)
             }
         };
         let f = Finding::new(self, impact, summary, FIX)
@@ -140,10 +158,13 @@ impl SyncStalled {
             .evidence("syncs_per_s", (per_s * 10.0).round() / 10.0)
             .evidence("blocked_ms", ms(blocked))
             .evidence("blocked_share", blocked_share)
-            .evidence("steady_ms", ms(s.ns));
+            .evidence("steady_ms", ms(s.ns))
+            .evidence("power_capped_loss", slower);
         let f = item_like(f, p);
         Outcome::Found(match &s.gpu {
-            Some(g) => f.evidence("gpu_after_sync_idle_share", g.share(IdleKind::AfterSync)),
+            Some(g) => f
+                .evidence("gpu_after_sync_idle_share", g.share(IdleKind::AfterSync))
+                .evidence("gpu_busy_share", share(g.busy_ns + g.transfer_ns, g.ns)),
             None => f.heuristic(),
         })
     }
@@ -176,6 +197,7 @@ fn item_like(f: Finding, p: &Profile) -> Finding {
 mod tests {
     use super::*;
     use crate::diagnose::{synthetic::run, Severity};
+    use gpuspy_format::gpu::Gpu;
 
     #[test]
     fn frequent_long_waits_fire() {
@@ -326,33 +348,79 @@ mod tests {
         assert!(!f.heuristic);
     }
 
-    #[test]
-    fn with_a_timeline_the_idle_after_syncs_comes_back_up_to_the_gpu_busy_time() {
+    /// A run of `windows` windows of 10 ms, in each two syncs blocking `blocked` in all,
+    /// the GPU busy `busy` and idle `after` after the syncs returned, the rest in other host
+    /// work; with `gpu` as its device's NVML data.
+    fn stalled(windows: usize, blocked: u64, busy: u64, after: u64, gpu: Gpu) -> Finding {
         use crate::phases::fixtures::{attach, timeline, times, MS, W};
-        // 20 windows of 10 ms, two syncs blocking 1 ms each, the GPU busy `busy` and idle
-        // `after` after the syncs returned, the rest in other host work.
-        let impact = |busy: u64, after: u64| {
-            let mut p = run(0.2).sync(SyncCause::Explicit, 40, 40.0).build();
-            let w = W {
-                launches: 20,
-                blocked_ns: 2 * MS,
-                busy_ns: busy,
-                idle_after_sync: after,
-                idle_host: 10 * MS - busy - after,
-                ..W::default()
-            };
-            attach(&mut p, timeline(&times(20, w), true));
-            let Outcome::Found(f) = SyncStalled.check(&p) else {
-                panic!("no finding")
-            };
-            assert!(!f.heuristic);
-            f.impact
+        let syncs = 2 * windows as u64;
+        let mut p = run(windows as f64 * 0.01)
+            .sync(SyncCause::Explicit, syncs, (windows as u64 * blocked / MS) as f64)
+            .gpu(gpu)
+            .build();
+        let w = W {
+            launches: 20,
+            blocked_ns: blocked,
+            busy_ns: busy,
+            idle_after_sync: after,
+            idle_host: 10 * MS - busy - after,
+            ..W::default()
         };
+        attach(&mut p, timeline(&times(windows, w), true));
+        let Outcome::Found(f) = SyncStalled.check(&p) else {
+            panic!("no finding")
+        };
+        assert!(!f.heuristic);
+        f
+    }
+
+    /// NVML data of a GPU that drew its power limit in `capped` of its samples.
+    fn power_capped(capped: u64) -> Gpu {
+        use crate::rules::gpu_data::fixtures::{gpu, h200};
+        use gpuspy_format::gpu::{ClockEvent, Telemetry};
+        let t = Telemetry {
+            interval_ms: 100,
+            samples: 20,
+            clock_events: vec![ClockEvent {
+                reason: "sw-power-cap".into(),
+                samples: capped,
+            }],
+            ..Telemetry::default()
+        };
+        gpu(h200(), Some(t), None)
+    }
+
+    #[test]
+    fn with_a_timeline_the_idle_after_syncs_comes_back_up_to_the_host_wait() {
+        use crate::phases::fixtures::MS;
+        let impact = |busy, after| stalled(20, 2 * MS, busy, after, Gpu::default()).impact;
         // 8 ms of GPU work and 1 ms of host work after each sync: the 10 % idle comes back.
         assert!((impact(8 * MS, MS) - 0.1).abs() < 1e-9);
-        // 3 ms of GPU work against 6 ms of host work: overlapped, a step takes the 6 ms,
-        // so 30 % comes back, not the 60 % idle.
-        assert!((impact(3 * MS, 6 * MS) - 0.3).abs() < 1e-9);
+        // 3 ms of GPU work, 6 ms idle after the syncs, but the host blocked only 2 ms of
+        // each 10: it works 8 ms, so overlapped a step takes those 8 ms, and 20 % comes
+        // back, not the 60 % idle.
+        assert!((impact(3 * MS, 6 * MS) - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_gpu_at_its_power_limit_gives_back_less_past_the_limit_s_first_second() {
+        use crate::phases::fixtures::MS;
+        // 2 s of steps: GPU busy 80 %, idle 10 % after the syncs, capped in 20 of 20
+        // samples. Overlapped, the GPU is busy 0.8 / 0.9 of the time at lower clocks: its
+        // kernels take 0.3 ln(0.9 / 0.8 ... ) longer in the second past the first.
+        let f = stalled(200, 2 * MS, 8 * MS, MS, power_capped(20));
+        assert_eq!(f.evidence["steady_ms"], 2000.0);
+        let slower = 0.8 * 0.3 * (1.0_f64 / 0.9).ln() * 0.5;
+        assert!((f.evidence["power_capped_loss"].as_f64().unwrap() - slower).abs() < 1e-9);
+        assert!((f.impact - (0.1 - slower)).abs() < 1e-9, "{}", f.impact);
+        assert!(f.summary.contains("power limit"), "{}", f.summary);
+        // Capped in too few samples to span half the steady state (9 of the 20 its 2 s
+        // hold), or a steady state within the limit's averaging second: all 10 % come back.
+        for (windows, capped) in [(200, 9), (100, 20)] {
+            let f = stalled(windows, 2 * MS, 8 * MS, MS, power_capped(capped));
+            assert_eq!(f.evidence["power_capped_loss"], 0.0);
+            assert!((f.impact - 0.1).abs() < 1e-9, "{windows} {capped}: {}", f.impact);
+        }
     }
 
     #[test]
