@@ -355,7 +355,11 @@ mod tests {
         use crate::phases::fixtures::{attach, timeline, times, MS, W};
         let syncs = 2 * windows as u64;
         let mut p = run(windows as f64 * 0.01)
-            .sync(SyncCause::Explicit, syncs, (windows as u64 * blocked / MS) as f64)
+            .sync(
+                SyncCause::Explicit,
+                syncs,
+                (windows as u64 * blocked / MS) as f64,
+            )
             .gpu(gpu)
             .build();
         let w = W {
@@ -419,7 +423,11 @@ mod tests {
         for (windows, capped) in [(200, 9), (100, 20)] {
             let f = stalled(windows, 2 * MS, 8 * MS, MS, power_capped(capped));
             assert_eq!(f.evidence["power_capped_loss"], 0.0);
-            assert!((f.impact - 0.1).abs() < 1e-9, "{windows} {capped}: {}", f.impact);
+            assert!(
+                (f.impact - 0.1).abs() < 1e-9,
+                "{windows} {capped}: {}",
+                f.impact
+            );
         }
     }
 
