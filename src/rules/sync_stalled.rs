@@ -410,8 +410,8 @@ mod tests {
     fn a_gpu_at_its_power_limit_gives_back_less_past_the_limit_s_first_second() {
         use crate::phases::fixtures::MS;
         // 2 s of steps: GPU busy 80 %, idle 10 % after the syncs, capped in 20 of 20
-        // samples. Overlapped, the GPU is busy 0.8 / 0.9 of the time at lower clocks: its
-        // kernels take 0.3 ln(0.9 / 0.8 ... ) longer in the second past the first.
+        // samples. Overlapped, the GPU is busy 0.8 / 0.9 of the time, at lower clocks: in
+        // the second past the limit's first, its kernels take 0.3 ln(1 / 0.9) longer.
         let f = stalled(200, 2 * MS, 8 * MS, MS, power_capped(20));
         assert_eq!(f.evidence["steady_ms"], 2000.0);
         let slower = 0.8 * 0.3 * (1.0_f64 / 0.9).ln() * 0.5;
