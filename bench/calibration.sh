@@ -3,7 +3,8 @@
 # measured, re-diagnosed offline by the current gpuspy from recorded rounds of
 # bench/gpu/phases.sh (their dumps.tar.gz), with whether each meets the bar (within 25 %
 # relative or 3 points absolute of the saving) and whether each workload gets its intended
-# first finding (healthy ones: no warning).
+# first finding (healthy ones: no warning); then per workload and form, the medians over
+# the rounds given (bench/gpu/calibration_medians.py).
 # Usage: bash bench/calibration.sh RESULT_DIR... (GPUSPY=path/to/gpuspy, default
 # target/release/gpuspy)
 set -euo pipefail
@@ -27,3 +28,4 @@ missed=$(grep -c '| MISSED |$' "$work/all.md" || true)
 first_ok=$(grep -c '(OK)' "$work/all.md" || true)
 first_miss=$(grep -c '(MISS)' "$work/all.md" || true)
 echo "== impact within the bar: $met of $((met + missed)); intended first finding: $first_ok of $((first_ok + first_miss))"
+python3 "$here/gpu/calibration_medians.py" < "$work/all.md"

@@ -25,8 +25,6 @@ import re
 import subprocess
 import sys
 
-d = sys.argv[1]
-gpuspy = sys.argv[2] if len(sys.argv) > 2 else "gpuspy"
 EXPECTED = {
     "launch-bound": ("launch-bound", "launch-fixed"),
     "sync-stalled": ("sync-stalled", "sync-fixed"),
@@ -50,7 +48,7 @@ EXPECTED = {
 STARTUP = {"slow-startup", "torch-compile", "healthy-compile"}
 
 
-def load(mode):
+def load(d, gpuspy, mode):
     """The workload's printed times (loop_s, second_half_s, cuda_s) and gpuspy's report."""
     out = f"{d}/{mode}.out"
     if not os.path.exists(out):
@@ -79,46 +77,51 @@ def pct(x):
     return f"{x:.0%}" if x is not None else "-"
 
 
-print("| workload | intended | first warning | all warnings | predicted impact | fix saved | predicted (of the loop) | fix saved (of the loop) | loop s -> fixed s | bar |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for mode, (want, fix) in EXPECTED.items():
-    got = load(mode)
-    if got is None:
-        print(f"| {mode} | {want or 'no warning'} | (no run) | | | | | | | |")
-        continue
-    times, r = got
-    loop = times["loop_s"]
-    warnings = [f["id"] for f in r["findings"] if f["severity"] == "warning"]
-    first = warnings[0] if warnings else None
-    ok = "OK" if first == want else "MISS"
-    mine = next((f for f in r["findings"] if f["id"] == want), None)
-    predicted = f"{mine['impact']:.0%}" if mine else "-"
-    steady_s = ((r.get("steady_state") or {}).get("ns") or 0) / 1e9
-    # The prediction in the fix's units: a share of the loop (of the start-up for slow-startup).
-    in_loop = None
-    if mine and mode in STARTUP:
-        in_loop = mine["impact"]
-    elif mine and loop > 0:
-        in_loop = mine["impact"] * steady_s / loop
-    saved = saved_loop = None
-    change = bar = "-"
-    fixed = load(fix) if fix else None
-    if fixed is not None:
-        after = fixed[0]
-        if mode in STARTUP:
-            # The fix shortens the start-up, not the loop.
-            before_s, after_s = startup_s(r), startup_s(fixed[1])
-            saved_loop = saving(before_s, after_s)
-            if "cuda_s" in times and "cuda_s" in after and mine:
-                saved = (times["cuda_s"] - after["cuda_s"]) / (mine["evidence"]["wall_ms"] / 1e3)
-            change = f"{before_s:.3f} -> {after_s:.3f}"
-        else:
-            saved_loop = saving(loop, after["loop_s"])
-            if "second_half_s" in times and "second_half_s" in after:
-                saved = saving(times["second_half_s"], after["second_half_s"])
-            change = f"{loop:.3f} -> {after['loop_s']:.3f}"
-        # Rounds without the second half's time are judged as they were recorded.
-        judged = (mine["impact"], saved) if saved is not None and mine else (in_loop, saved_loop)
-        if judged[1] is not None:
-            bar = "met" if judged[0] is not None and meets_bar(*judged) else "MISSED"
-    print(f"| {mode} | {want or 'no warning'} | {first or 'no warning'} ({ok}) | {', '.join(warnings) or '-'} | {predicted} | {pct(saved)} | {pct(in_loop)} | {pct(saved_loop)} | {change} | {bar} |")
+def main(d, gpuspy):
+    print("| workload | intended | first warning | all warnings | predicted impact | fix saved | predicted (of the loop) | fix saved (of the loop) | loop s -> fixed s | bar |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for mode, (want, fix) in EXPECTED.items():
+        got = load(d, gpuspy, mode)
+        if got is None:
+            print(f"| {mode} | {want or 'no warning'} | (no run) | | | | | | | |")
+            continue
+        times, r = got
+        loop = times["loop_s"]
+        warnings = [f["id"] for f in r["findings"] if f["severity"] == "warning"]
+        first = warnings[0] if warnings else None
+        ok = "OK" if first == want else "MISS"
+        mine = next((f for f in r["findings"] if f["id"] == want), None)
+        predicted = f"{mine['impact']:.0%}" if mine else "-"
+        steady_s = ((r.get("steady_state") or {}).get("ns") or 0) / 1e9
+        # The prediction in the fix's units: a share of the loop (of the start-up for slow-startup).
+        in_loop = None
+        if mine and mode in STARTUP:
+            in_loop = mine["impact"]
+        elif mine and loop > 0:
+            in_loop = mine["impact"] * steady_s / loop
+        saved = saved_loop = None
+        change = bar = "-"
+        fixed = load(d, gpuspy, fix) if fix else None
+        if fixed is not None:
+            after = fixed[0]
+            if mode in STARTUP:
+                # The fix shortens the start-up, not the loop.
+                before_s, after_s = startup_s(r), startup_s(fixed[1])
+                saved_loop = saving(before_s, after_s)
+                if "cuda_s" in times and "cuda_s" in after and mine:
+                    saved = (times["cuda_s"] - after["cuda_s"]) / (mine["evidence"]["wall_ms"] / 1e3)
+                change = f"{before_s:.3f} -> {after_s:.3f}"
+            else:
+                saved_loop = saving(loop, after["loop_s"])
+                if "second_half_s" in times and "second_half_s" in after:
+                    saved = saving(times["second_half_s"], after["second_half_s"])
+                change = f"{loop:.3f} -> {after['loop_s']:.3f}"
+            # Rounds without the second half's time are judged as they were recorded.
+            judged = (mine["impact"], saved) if saved is not None and mine else (in_loop, saved_loop)
+            if judged[1] is not None:
+                bar = "met" if judged[0] is not None and meets_bar(*judged) else "MISSED"
+        print(f"| {mode} | {want or 'no warning'} | {first or 'no warning'} ({ok}) | {', '.join(warnings) or '-'} | {predicted} | {pct(saved)} | {pct(in_loop)} | {pct(saved_loop)} | {change} | {bar} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "gpuspy")
