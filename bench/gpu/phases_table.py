@@ -66,7 +66,8 @@ def startup_s(report):
 
 
 def meets_bar(predicted, saved):
-    return abs(predicted - saved) <= max(0.25 * saved, 0.03)
+    # 1e-9: a whole-point difference (0.11 - 0.08) is not 0.03 in floating point.
+    return abs(predicted - saved) <= max(0.25 * saved, 0.03) + 1e-9
 
 
 def saving(before, after):
