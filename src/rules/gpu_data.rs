@@ -43,7 +43,7 @@ pub const POWER_CAP: &str = "sw-power-cap";
 /// A GPU held at its power limit spends the same power on more work when a fix keeps it
 /// busier, so it runs at lower clocks and its kernels take longer: about this factor times
 /// ln(busy share after / before), past the limit's first second. Measured on the H200: the
-/// staged bf16 matmul loop with a sync per step (busy 0.80-0.87, `sw-power-cap` in 85-96 %
+/// staged bf16 matmul loop with a sync per step (busy 0.80-0.86, `sw-power-cap` in 84-96 %
 /// of its samples) ran its kernels 2.3-4.6 % longer without the sync (busy 0.94-0.95, SM
 /// clock 5.6-9.8 % lower), 0.25 times that logarithm over a 5 s loop (docs/diagnosis.md).
 const POWER_CAPPED_STRETCH: f64 = 0.3;
