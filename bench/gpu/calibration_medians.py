@@ -1,7 +1,8 @@
 """Per workload and form, the median predicted impact and the median saving over the
 rounds of bench/calibration.sh's tables (read from stdin; whole percentages, as they
-print), and whether the medians meet issue 13's bar: a single run's saving moves by several points between runs and between
-the two halves of one loop, so one round's row can miss on noise alone."""
+print), and whether the medians meet issue 13's bar: a single run's saving moves by
+several points between runs and between the two halves of one loop, so one round's row
+can miss on noise alone."""
 import re
 import statistics
 import sys
