@@ -32,8 +32,8 @@ impl Rule for SyncStalled {
 Evidence: the calls that blocked the host thread until the GPU caught up, that is
 `cuStreamSynchronize`, `cuCtxSynchronize`, `cuEventSynchronize` and the synchronous copy
 APIs, with their count per second and their share of the steady-state time (the time since
-the first driver call, less start-up). The rule fires at 20 or more such waits a second
-that take 10 % or more of that time. A wait at the end of a long GPU step is the GPU
+the first driver call, less start-up). The rule fires at 20 or more such waits a second,
+10 or more in all, that take 10 % or more of that time. A wait at the end of a long GPU step is the GPU
 working, not a stall, so rare syncs never fire it.
 
 Impact: if the host works H and then waits W in each step, removing the wait lets host
@@ -54,7 +54,8 @@ time that began when a sync returned and the host went on working with nothing q
 sync that host work overlaps the GPU's: a step where the host works H and waits W takes
 max(H, the GPU's time) instead of H + W, so the impact is also capped by the share of the
 steady state the host waited (the overlap bound with both sides measured). The rule fires
-at 20 or more syncs a second with 1 % or more of the steady state idle after them.
+at 20 or more syncs a second, 10 or more in all, with 1 % or more of the steady state idle
+after them.
 On a GPU at its power limit (NVML's `sw-power-cap` in at least half the steady state's
 samples) the fix saves less: the busier GPU spends the same power on more work, at lower
 clocks, and its kernels take longer. The impact then loses 0.3 × busy × ln(busy after /
