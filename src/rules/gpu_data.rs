@@ -42,19 +42,23 @@ pub const POWER_CAP: &str = "sw-power-cap";
 
 /// A GPU held at its power limit spends the same power on more work when a fix keeps it
 /// busier, so it runs at lower clocks and its kernels take longer: about this factor times
-/// ln(busy share after / before), past the limit's first second. Measured on the H200: the
-/// staged bf16 matmul loop with a sync per step (busy 0.80-0.86, `sw-power-cap` in 84-96 %
-/// of its samples) ran its kernels 2.3-4.6 % longer without the sync (busy 0.94-0.95, SM
-/// clock 5.6-9.8 % lower), 0.25 times that logarithm over a 5 s loop (docs/diagnosis.md).
-const POWER_CAPPED_STRETCH: f64 = 0.3;
-/// The power limit holds the board's power averaged over about a second (NVML's power
-/// reading ramps up over that long): the same loop in 0.4 s ran its kernels 0-1.3 % longer.
-const POWER_AVERAGE_NS: u64 = 1_000_000_000;
+/// ln(busy share after / before), once the clocks have come down. Measured on the H200:
+/// the staged bf16 matmul loop with a sync per step (busy 0.80-0.86, `sw-power-cap` in
+/// 84-96 % of its samples) ran its kernels 2.3-4.6 % longer without the sync (busy
+/// 0.94-0.95, SM clock 5.6-9.8 % lower), 0.25 times that logarithm over a 5 s loop
+/// (docs/diagnosis.md).
+const POWER_CAPPED_STRETCH: f64 = 0.25;
+/// How long the clocks take to come down once a GPU works harder: in the twenty fixed
+/// matmul loops of rounds 1-10 (0.4 s and 5 s), NVML's SM clock read 1.96-1.98 GHz (its
+/// maximum) 10-100 ms into the loop in 17 of the 18 valid samples, and 1.8-1.94 GHz, 2-8 %
+/// lower, in all twenty 110-200 ms in. NVML's power reading, a 1 s average, ramps far
+/// slower and cannot time this.
+const POWER_RAMP_NS: u64 = 100_000_000;
 
 /// The share of a steady state that a fix raising the GPU's busy share from `before` to
 /// `after` loses to slower kernels: where a GPU drew its power limit in at least half the
 /// samples a steady state of `steady_ns` (one process's) holds, and for the part of it past
-/// the limit's averaging time. 0 elsewhere.
+/// the clocks' ramp. 0 elsewhere.
 pub fn power_capped_loss(p: &Profile, steady_ns: u64, before: f64, after: f64) -> f64 {
     let capped = telemetries(p).any(|(_, t)| {
         let samples = t
@@ -64,10 +68,10 @@ pub fn power_capped_loss(p: &Profile, steady_ns: u64, before: f64, after: f64) -
             .map_or(0, |e| e.samples);
         t.interval_ms > 0 && 2 * samples * t.interval_ms * 1_000_000 >= steady_ns
     });
-    if !capped || before <= 0.0 || after <= before || steady_ns <= POWER_AVERAGE_NS {
+    if !capped || before <= 0.0 || after <= before || steady_ns <= POWER_RAMP_NS {
         return 0.0;
     }
-    let settled = (steady_ns - POWER_AVERAGE_NS) as f64 / steady_ns as f64;
+    let settled = (steady_ns - POWER_RAMP_NS) as f64 / steady_ns as f64;
     before * POWER_CAPPED_STRETCH * (after / before).ln() * settled
 }
 
