@@ -48,7 +48,11 @@ steady state's (docs/diagnosis.md, \"Phases\"), and where the GPU side is there 
 the GPU idle time that began while the host was launching or between launches in windows
 launching 10,000 or more a second (or spending half the window in launch calls), over the
 steady device time: the time a CUDA graph or fused kernels give back, including the
-framework's per-op host work between launches.
+framework's per-op host work between launches. Sampling can leave a short loop's own
+windows unrecorded (a loop that began as a recording slot ended); then the kernels CUPTI
+recorded in windows launching at the rule's rate (100 or more) give the GPU time per
+launch, and the impact is the larger of the launch calls' share and the idle those
+kernels leave, less the host's other driver time (a heuristic).
 
 Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
 (`torch.cuda.CUDAGraph`, `torch.compile(mode=\"reduce-overhead\")`), fuse elementwise ops
@@ -103,25 +107,45 @@ impl LaunchBound {
         if h.launches < MIN_LAUNCHES || per_s < MIN_PER_S {
             return Outcome::Clear;
         }
-        let impact = match &s.gpu {
-            Some(g) => g.share(IdleKind::Launch),
-            None if share(blocked, s.ns) >= 0.5 => return Outcome::Clear,
-            None => share(h.launch_ns.min(s.ns.saturating_sub(blocked)), s.ns),
+        let kernel_ns = busy_per_kernel_at_launch_rate(p);
+        let (impact, said) = match (&s.gpu, kernel_ns) {
+            (Some(g), _) => {
+                let idle = g.share(IdleKind::Launch);
+                (
+                    idle,
+                    format!("the GPU sat idle between them {:.1} % of it", idle * 100.0),
+                )
+            }
+            (None, _) if share(blocked, s.ns) >= 0.5 => return Outcome::Clear,
+            (None, kernel_ns) => {
+                let launching = share(h.launch_ns.min(s.ns.saturating_sub(blocked)), s.ns);
+                // The idle the kernels leave, less the host's other driver time (syncs,
+                // allocations, copies: other rules' time).
+                let idle = kernel_ns.map_or(0.0, |k| {
+                    let busy = k * h.launches as f64 / s.ns.max(1) as f64;
+                    let other = share(h.driver_ns.saturating_sub(h.launch_ns), s.ns);
+                    (1.0 - busy).min(1.0 - other).max(0.0)
+                });
+                if idle > launching {
+                    let said = format!(
+                        "at the {:.2} us a kernel took where CUPTI recorded this rate, the GPU sat idle about {:.1} % of it",
+                        kernel_ns.unwrap_or(0.0) / 1e3,
+                        idle * 100.0
+                    );
+                    (idle, said)
+                } else {
+                    let said = format!("launching alone took {:.1} % of it", launching * 100.0);
+                    (launching, said)
+                }
+            }
         };
         let f = Finding::new(
             self,
             impact,
             format!(
-                "{} kernel launches at {per_s:.0}/s (one every {:.1} us) in the steady state; {}",
+                "{} kernel launches at {per_s:.0}/s (one every {:.1} us) in the steady state; {said}",
                 h.launches,
                 1e6 / per_s,
-                match s.gpu {
-                    Some(_) => format!(
-                        "the GPU sat idle between them {:.1} % of it",
-                        impact * 100.0
-                    ),
-                    None => format!("launching alone took {:.1} % of it", impact * 100.0),
-                }
             ),
             FIX,
         )
@@ -132,9 +156,42 @@ impl LaunchBound {
         .evidence("graph_launches", p.calls("cuGraphLaunch"));
         Outcome::Found(match &s.gpu {
             Some(g) => f.evidence("gpu_launch_idle_share", g.share(IdleKind::Launch)),
-            None => f.heuristic(),
+            None => f
+                .evidence(
+                    "kernel_us_at_launch_rate",
+                    kernel_ns.map_or(f64::NAN, |k| k / 1e3),
+                )
+                .heuristic(),
         })
     }
+}
+
+/// Kernels CUPTI recorded in windows launching at the rule's rate, fewer than this, say
+/// too little about the loop's kernels.
+const MIN_KERNELS_AT_RATE: u64 = 100;
+
+/// The GPU's busy time per kernel in the windows where CUPTI recorded and the host
+/// launched `MIN_PER_S` or more a second: what a launch-bound loop's kernels take. Sampling
+/// can leave a short loop's own windows unrecorded: on the H200 a 0.3 s launch-bound loop
+/// that began as a recording slot ended had 10-16 ms of its first window recorded, then
+/// none (bench/results/gpu-2026-12-01-session15-phases-12).
+fn busy_per_kernel_at_launch_rate(p: &Profile) -> Option<f64> {
+    let windows = p
+        .processes
+        .iter()
+        .filter_map(|x| x.timeline.as_deref())
+        .flat_map(|t| {
+            let floor = MIN_PER_S * t.window_ns as f64 / 1e9;
+            let launching =
+                move |i: usize| t.host.launches.get(i).is_some_and(|&n| n as f64 >= floor);
+            t.devices.iter().flat_map(move |d| {
+                (0..d.kernels.len())
+                    .filter(move |&i| launching(i) && d.observed_ns.get(i).is_some_and(|&o| o > 0))
+                    .map(move |i| (d.busy_ns.get(i).copied().unwrap_or(0), d.kernels[i]))
+            })
+        });
+    let (busy, kernels) = windows.fold((0u64, 0u64), |(b, k), (x, y)| (b + x, k + y));
+    (kernels >= MIN_KERNELS_AT_RATE).then(|| busy as f64 / kernels as f64)
 }
 
 const FIX: &str = "Capture the step in a CUDA graph (torch.cuda.CUDAGraph, torch.compile(mode=\"reduce-overhead\")), fuse ops (torch.compile), or use larger batches.";
@@ -164,6 +221,86 @@ mod tests {
             .sync(SyncCause::Explicit, 100, 300.0)
             .build();
         assert!(matches!(LaunchBound.check(&p), Outcome::Clear));
+    }
+
+    /// A run of 300 ms of CUDA init, a last start-up window launching `at_start` kernels
+    /// while CUPTI recorded it (1 us of GPU time each), then 40 windows of 10 ms launching
+    /// 1,200 kernels each (120,000/s), 4 ms of them in launch calls and `other` in other
+    /// driver calls, with no GPU record: its finding.
+    fn loop_unrecorded(at_start: u64, other: u64) -> Finding {
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
+        use gpuspy_format::timeline::DeviceWindows;
+        let mut w = times(
+            30,
+            W {
+                init_ns: 10 * MS,
+                ..W::default()
+            },
+        );
+        w.push(W {
+            init_ns: 9 * MS,
+            launches: at_start,
+            ..W::default()
+        });
+        w.extend(times(
+            40,
+            W {
+                launches: 1_200,
+                launch_ns: 4 * MS,
+                driver_ns: other,
+                ..W::default()
+            },
+        ));
+        let mut t = timeline(&w, false);
+        let mut recorded = vec![0; w.len()];
+        recorded[30] = 10 * MS;
+        let at = |n: u64| {
+            let mut v = vec![0; w.len()];
+            v[30] = n;
+            v
+        };
+        t.devices = vec![DeviceWindows {
+            observed_ns: recorded,
+            busy_ns: at(at_start * 1_000),
+            kernels: at(at_start),
+            ..DeviceWindows::default()
+        }];
+        let mut p = run(0.71).build();
+        attach(&mut p, t);
+        let s = crate::phases::steady(&p).expect("a steady state");
+        assert_eq!((s.ns, s.host.launches, s.gpu), (400 * MS, 48_000, None));
+        let Outcome::Found(f) = LaunchBound.check(&p) else {
+            panic!("no finding")
+        };
+        assert!(f.heuristic);
+        f
+    }
+
+    #[test]
+    fn a_loop_left_unrecorded_is_judged_by_the_kernels_recorded_at_its_rate() {
+        // 1,200 kernels of 1 us recorded at the loop's rate: 48,000 of them keep the GPU busy
+        // 12 % of the 400 ms, idle 88 %, more than the 40 % in launch calls.
+        let f = loop_unrecorded(1_200, 0);
+        assert!((f.impact - 0.88).abs() < 1e-9, "{}", f.impact);
+        assert_eq!(f.evidence["kernel_us_at_launch_rate"], 1.0);
+        assert!(f.summary.contains("idle about 88.0 %"), "{}", f.summary);
+        // The host's other driver calls (allocations, say) are another rule's time.
+        let f = loop_unrecorded(1_200, 5 * crate::phases::fixtures::MS);
+        assert!((f.impact - 0.5).abs() < 1e-9, "{}", f.impact);
+        // 50 kernels recorded at 5,000 launches a second say nothing of the loop's: the
+        // launch calls' time stands.
+        let f = loop_unrecorded(50, 0);
+        assert!((f.impact - 0.4).abs() < 1e-9, "{}", f.impact);
+        assert!(
+            f.evidence["kernel_us_at_launch_rate"].is_null(),
+            "{}",
+            f.evidence["kernel_us_at_launch_rate"]
+        );
+        assert!(
+            f.summary.contains("launching alone took 40.0 %"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]
