@@ -50,7 +50,7 @@ launching 10,000 or more a second (or spending half the window in launch calls),
 steady device time: the time a CUDA graph or fused kernels give back, including the
 framework's per-op host work between launches. Sampling can leave a short loop's own
 windows unrecorded (a loop that began as a recording slot ended); then the kernels CUPTI
-recorded in windows launching at the rule's rate (100 or more) give the GPU time per
+recorded in windows launching at the rule's rate (100 kernels or more) give the GPU time per
 launch, and the impact is the larger of the launch calls' share and the idle those
 kernels leave, less the host's other driver time (a heuristic).
 
@@ -108,36 +108,14 @@ impl LaunchBound {
             return Outcome::Clear;
         }
         let kernel_ns = busy_per_kernel_at_launch_rate(p);
-        let (impact, said) = match (&s.gpu, kernel_ns) {
-            (Some(g), _) => {
+        let (impact, said) = match &s.gpu {
+            Some(g) => {
                 let idle = g.share(IdleKind::Launch);
-                (
-                    idle,
-                    format!("the GPU sat idle between them {:.1} % of it", idle * 100.0),
-                )
+                let said = format!("the GPU sat idle between them {:.1} % of it", idle * 100.0);
+                (idle, said)
             }
-            (None, _) if share(blocked, s.ns) >= 0.5 => return Outcome::Clear,
-            (None, kernel_ns) => {
-                let launching = share(h.launch_ns.min(s.ns.saturating_sub(blocked)), s.ns);
-                // The idle the kernels leave, less the host's other driver time (syncs,
-                // allocations, copies: other rules' time).
-                let idle = kernel_ns.map_or(0.0, |k| {
-                    let busy = k * h.launches as f64 / s.ns.max(1) as f64;
-                    let other = share(h.driver_ns.saturating_sub(h.launch_ns), s.ns);
-                    (1.0 - busy).min(1.0 - other).max(0.0)
-                });
-                if idle > launching {
-                    let said = format!(
-                        "at the {:.2} us a kernel took where CUPTI recorded this rate, the GPU sat idle about {:.1} % of it",
-                        kernel_ns.unwrap_or(0.0) / 1e3,
-                        idle * 100.0
-                    );
-                    (idle, said)
-                } else {
-                    let said = format!("launching alone took {:.1} % of it", launching * 100.0);
-                    (launching, said)
-                }
-            }
+            None if share(blocked, s.ns) >= 0.5 => return Outcome::Clear,
+            None => without_gpu_side(s, blocked, kernel_ns),
         };
         let f = Finding::new(
             self,
@@ -164,6 +142,32 @@ impl LaunchBound {
                 .heuristic(),
         })
     }
+}
+
+/// The impact, and what it is, of a steady state without its GPU side: the launch calls'
+/// share of the time the host was not `blocked`, or where CUPTI recorded kernels at the
+/// loop's rate elsewhere (`kernel_ns` each), the idle the steady state's launches leave at
+/// that, less the host's other driver time (syncs, allocations, copies: other rules'), if
+/// larger.
+fn without_gpu_side(s: &SteadyState, blocked: u64, kernel_ns: Option<f64>) -> (f64, String) {
+    let h = &s.host;
+    let launching = share(h.launch_ns.min(s.ns.saturating_sub(blocked)), s.ns);
+    let said = format!("launching alone took {:.1} % of it", launching * 100.0);
+    let Some(k) = kernel_ns else {
+        return (launching, said);
+    };
+    let busy = k * h.launches as f64 / s.ns.max(1) as f64;
+    let other = share(h.driver_ns.saturating_sub(h.launch_ns), s.ns);
+    let idle = (1.0 - busy).min(1.0 - other).max(0.0);
+    if idle <= launching {
+        return (launching, said);
+    }
+    let said = format!(
+        "at the {:.2} us a kernel took where CUPTI recorded this rate, the GPU sat idle about {:.1} % of it",
+        k / 1e3,
+        idle * 100.0
+    );
+    (idle, said)
 }
 
 /// Kernels CUPTI recorded in windows launching at the rule's rate, fewer than this, say
