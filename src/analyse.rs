@@ -7,7 +7,7 @@
 use crate::diagnose::{diagnose, Diagnosis};
 use crate::gpm::{self, GpuUse};
 use crate::load;
-use crate::phases::TimeAxis;
+use crate::phases::{PhaseKind, TimeAxis};
 use crate::profile::{ProcessInfo, Profile};
 use crate::rules::{gpu_shared, pcie_link_degraded};
 use gpuspy_format::gpu::Device;
@@ -59,6 +59,9 @@ pub enum BusyBase {
     SteadyState,
     /// The activity span less its pauses of 1 s or more (`Activity::working_span_ns`).
     WorkingSpan,
+    /// The steady state by NVML's utilisation, where CUPTI's records came late
+    /// (`SteadyState::records_late`).
+    SteadyStateByNvml,
 }
 
 impl BusyBase {
@@ -66,6 +69,9 @@ impl BusyBase {
         match self {
             BusyBase::SteadyState => "the steady state's GPU time",
             BusyBase::WorkingSpan => "the GPU's activity span",
+            BusyBase::SteadyStateByNvml => {
+                "the steady state by NVML's utilisation (CUPTI's records came late)"
+            }
         }
     }
 }
@@ -142,26 +148,64 @@ pub fn job(p: &Profile) -> Job {
     let diagnosis = diagnose(p);
     let idle = p.gpu_idle_share();
     let time_axis = crate::phases::time_axis(p);
-    let steady_gpu = time_axis
-        .as_ref()
-        .and_then(|a| a.steady.as_ref()?.gpu.as_ref());
+    let steady = time_axis.as_ref().and_then(|a| a.steady.as_ref());
+    let steady_gpu = steady.and_then(|s| s.gpu.as_ref());
     let steady_idle = steady_gpu.map(|g| crate::diagnose::share(g.idle_ns(), g.ns));
+    // Late records make CUPTI's busy time too low everywhere; NVML's sampling does not
+    // depend on them.
+    let nvml_busy = time_axis
+        .as_ref()
+        .filter(|_| steady.is_some_and(|s| s.records_late.is_some()))
+        .and_then(|a| nvml_steady_busy(p, a));
     let quiet = diagnosis.verdict().is_none();
+    let (busy, busy_of) = match (steady_gpu, nvml_busy, idle) {
+        (Some(g), _, _) => (
+            Some(crate::diagnose::share(g.busy_ns, g.ns)),
+            Some(BusyBase::SteadyState),
+        ),
+        (None, Some(b), _) => (Some(b), Some(BusyBase::SteadyStateByNvml)),
+        (None, None, Some(i)) => (Some(1.0 - i), Some(BusyBase::WorkingSpan)),
+        (None, None, None) => (None, None),
+    };
     Job {
-        gpu_bound: quiet && steady_idle.or(idle).is_some_and(|i| i <= GPU_BOUND_IDLE),
-        gpu_busy_share: steady_gpu
-            .map(|g| crate::diagnose::share(g.busy_ns, g.ns))
-            .or(idle.map(|i| 1.0 - i)),
-        gpu_busy_of: match (steady_gpu, idle) {
-            (Some(_), _) => Some(BusyBase::SteadyState),
-            (None, Some(_)) => Some(BusyBase::WorkingSpan),
-            (None, None) => None,
-        },
+        gpu_bound: quiet
+            && steady_idle
+                .or(nvml_busy.map(|b| 1.0 - b))
+                .or(idle)
+                .is_some_and(|i| i <= GPU_BOUND_IDLE),
+        gpu_busy_share: busy,
+        gpu_busy_of: busy_of,
         unexplained_idle: steady_idle.filter(|&i| quiet && i >= UNEXPLAINED_IDLE),
         time_axis,
         gpu_use: gpm::gpu_use(p),
         diagnosis,
     }
+}
+
+/// NVML's utilisation (the share of each sample's time a kernel ran) over the job's steady
+/// phases, the mean over the devices that sampled it; None without its series.
+fn nvml_steady_busy(p: &Profile, a: &TimeAxis) -> Option<f64> {
+    let spans: Vec<(u64, u64)> = a
+        .phases
+        .iter()
+        .filter(|ph| ph.kind == PhaseKind::Steady)
+        .map(|ph| (ph.start_unix_ns, ph.end_unix_ns))
+        .collect();
+    let device_means: Vec<f64> = p
+        .gpu_devices()
+        .filter_map(|(_, d)| {
+            let s = &d.telemetry.as_ref()?.series;
+            let (sum, weight) = spans
+                .iter()
+                .filter_map(|&(from, to)| {
+                    let ns = to.saturating_sub(from) as f64;
+                    Some((s.mean_in(&s.gpu_util_pct, from, to)? * ns, ns))
+                })
+                .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+            (weight > 0.0).then(|| sum / weight / 100.0)
+        })
+        .collect();
+    (!device_means.is_empty()).then(|| device_means.iter().sum::<f64>() / device_means.len() as f64)
 }
 
 /// One run of a comparison or a gate: a dump, or a directory of one run's dumps.

@@ -306,6 +306,13 @@ fn phases(out: &mut String, r: &Report) {
             let _ = write!(line, ", copying {} of it", percent(Some(copying)));
         }
     }
+    if let Some(late) = s.gpu_records_late {
+        let _ = write!(
+            line,
+            ", GPU side left out: CUPTI's records came late for {} of a device's kernel time (a launch queue deeper than the shim waits for)",
+            percent(Some(late))
+        );
+    }
     if let Some(step) = &s.step {
         let _ = write!(
             line,

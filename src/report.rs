@@ -201,6 +201,9 @@ pub struct SteadyRow {
     /// Idle time per cause, largest first.
     pub idle: Vec<IdleRow>,
     pub step: Option<Step>,
+    /// The share of a device's kernel time whose CUPTI records came late, where it left
+    /// the GPU side out (`SteadyState::records_late`), else null.
+    pub gpu_records_late: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -245,6 +248,7 @@ fn steady_row(s: &SteadyState) -> SteadyRow {
         gpu_idle_share: g.map(|g| crate::diagnose::share(g.idle_ns(), g.ns)),
         idle,
         step: s.step.clone(),
+        gpu_records_late: s.records_late,
     }
 }
 

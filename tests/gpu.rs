@@ -205,6 +205,38 @@ fn the_h200_managed_loop_and_its_prefetched_fix_read_from_the_counters_windows()
 }
 
 #[test]
+fn a_gpu_bound_loop_whose_records_came_late_is_judged_by_nvml() {
+    // bench/results/gpu-2026-12-01-session15-phases-14, long healthy-matmul: bf16 matmuls
+    // queued seconds ahead of the GPU, so CUPTI's buffers came after the shim had settled
+    // their time (2,118 records, 1.75 s of 3.97 s of kernels), which read idle. The
+    // verdict was "GPU idle 38.9 % of the steady state; cause not identified".
+    let r = report_json(&[&data("h200-matmul-late-records.json")]);
+    let s = &r["steady_state"];
+    assert_eq!(s["gpu_records_late"].as_f64(), Some(0.441));
+    assert!(
+        s["gpu_ns"].is_null() && s["idle"] == serde_json::json!([]),
+        "{s}"
+    );
+    assert!(r["unexplained_idle"].is_null());
+    assert_eq!(r["verdict"], Value::Null);
+    assert_eq!(r["gpu_bound"], true);
+    assert_eq!(r["gpu_busy_of"], "steady-state-by-nvml");
+    let busy = r["gpu_busy_share"].as_f64().unwrap();
+    assert!((busy - 0.906).abs() < 0.0005, "{busy}");
+    let text = report_text(&data("h200-matmul-late-records.json"));
+    assert!(
+        text.contains("Verdict: GPU-bound. Kernels ran 90.6 % of the steady state by NVML's utilisation (CUPTI's records came late)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "GPU side left out: CUPTI's records came late for 44.1 % of a device's kernel time"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_dump_with_gpm_slots_written_as_null_loads() {
     // bench/results/gpu-2026-11-30-session7-phases-2, long um-fixed: NVML answered NaN for
     // DRAM bandwidth in one slot, and that build wrote it as null, and the gauge's mean too;

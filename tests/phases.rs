@@ -480,7 +480,17 @@ fn a_compile_worker_beside_the_program_changes_neither_its_phases_nor_its_verdic
 
 #[test]
 fn a_large_unexplained_idle_share_is_said_so() {
-    // The GPU idles 45 % of the loop in gaps the shim could not attribute.
+    let (r, text) = reports(&unexplained_idle_dump());
+    assert_eq!(r["verdict"], Value::Null);
+    assert_eq!(r["unexplained_idle"], 0.45);
+    assert!(
+        text.contains("Verdict: GPU idle 45.0 % of the steady state; cause not identified."),
+        "{text}"
+    );
+}
+
+/// A dump whose GPU idles 45 % of the loop in gaps the shim could not attribute.
+pub fn unexplained_idle_dump() -> gpuspy_format::Dump {
     let mut w = init();
     w.extend(times(
         100,
@@ -499,13 +509,7 @@ fn a_large_unexplained_idle_share_is_said_so() {
             .map(|x| if x.launches > 0 { 4_500_000 } else { 0 })
             .collect(),
     }];
-    let (r, text) = reports(&d);
-    assert_eq!(r["verdict"], Value::Null);
-    assert_eq!(r["unexplained_idle"], 0.45);
-    assert!(
-        text.contains("Verdict: GPU idle 45.0 % of the steady state; cause not identified."),
-        "{text}"
-    );
+    d
 }
 
 // End to end under the shim and the fake driver and CUPTI.

@@ -211,10 +211,19 @@ fn charts_besides_the_timeline(r: &Value) -> u64 {
         + u64::from(ranks >= 2)
 }
 
+/// The page's verdict, or its beginning: the text report's for a run with no finding.
 fn expected_verdict(r: &Value) -> String {
-    match r["verdict"].as_str() {
-        Some(id) => format!("Verdict: {id} ("),
-        None => "Verdict: ".into(),
+    let busy = |r: &Value| r["gpu_busy_share"].as_f64().unwrap() * 100.0;
+    match (r["verdict"].as_str(), r["unexplained_idle"].as_f64()) {
+        (Some(id), _) => format!("Verdict: {id} ("),
+        (None, Some(idle)) => format!(
+            "Verdict: GPU idle {:.1} % of the steady state; cause not identified.",
+            idle * 100.0
+        ),
+        (None, None) if r["gpu_bound"] == true => {
+            format!("Verdict: GPU-bound. Kernels ran {:.1} % of ", busy(r))
+        }
+        (None, None) => "Verdict: ".into(),
     }
 }
 
@@ -237,8 +246,16 @@ fn report_and_diff_pages_load_in_chromium_with_the_verdict_and_every_chart_drawn
     let crafted = dir.path().join("crafted");
     std::fs::create_dir(&crafted).unwrap();
     timeline_run(&crafted, 2, 60);
+    let unexplained = dir.path().join("unexplained");
+    std::fs::create_dir(&unexplained).unwrap();
+    write_dump(
+        &unexplained,
+        "gpuspy-1.json",
+        &crate::phases::unexplained_idle_dump(),
+    );
     let mut inputs: Vec<PathBuf> = [
         "h200-cupy-managed.json",
+        "h200-matmul-late-records.json",
         "h200-torch-paced-late.json",
         "h200-torch-pageable.json",
         "h200-ddp-comm",
@@ -248,7 +265,9 @@ fn report_and_diff_pages_load_in_chromium_with_the_verdict_and_every_chart_drawn
     .iter()
     .map(|n| data(n))
     .collect();
+    let crafted_at = inputs.len();
     inputs.push(crafted.clone());
+    inputs.push(unexplained);
     let mut pages = Vec::new();
     let mut reports = Vec::new();
     for (i, input) in inputs.iter().enumerate() {
@@ -301,8 +320,8 @@ fn report_and_diff_pages_load_in_chromium_with_the_verdict_and_every_chart_drawn
     }
     // The crafted run's timeline: GPU busy and idle, launches, host blocked, and the four
     // NVML quantities per device; its one API is cuLaunchKernel; two ranks.
-    let crafted_load = &loads[6];
-    let besides = charts_besides_the_timeline(&reports[6]);
+    let crafted_load = &loads[crafted_at];
+    let besides = charts_besides_the_timeline(&reports[crafted_at]);
     assert_eq!(crafted_load.charts, 7 + besides, "{}", crafted_load.line);
     assert_eq!(crafted_load.line["canvases"], 1, "{}", crafted_load.line);
     let d = loads.last().unwrap();

@@ -298,7 +298,9 @@
     }
     const busy = r.gpu_busy_share;
     const of = r.gpu_busy_of;
-    const text = busy == null
+    const text = r.unexplained_idle != null
+      ? `Verdict: GPU idle ${pct(r.unexplained_idle)} of the steady state; cause not identified.`
+      : busy == null
       ? "Verdict: no blocking problem in the host-side data. The dumps have no GPU busy time, so a GPU-bound run cannot be confirmed."
       : r.gpu_bound
         ? `Verdict: GPU-bound. Kernels ran ${pct(busy)} of ${of} and nothing blocks: only faster (or fewer) kernels make this run faster.`
