@@ -78,11 +78,11 @@ persistence mode, and application clocks where the operator allows them."
                 .map(|e| format!("{} in {} of {} samples", e.reason, e.samples, t.samples))
                 .collect();
             let mut summary = format!(
-                "GPU {} was clock-throttled in {} of samples ({}); mean SM clock {} below its maximum",
+                "GPU {} was clock-throttled in {} of samples ({}); mean SM clock {} of its maximum",
                 d.ordinal,
                 pct(share(throttled, t.samples)),
                 reasons.join(", "),
-                pct(deficit)
+                pct(1.0 - deficit)
             );
             match limits {
                 Some((Some(enforced), Some(default))) if lowered => summary.push_str(&format!(
