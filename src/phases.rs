@@ -422,9 +422,13 @@ pub fn steady(p: &Profile) -> Option<SteadyState> {
     time_axis(p)?.steady
 }
 
-/// Whether a timeline shows GPU work: a kernel launch, or GPU busy time.
+/// Whether a timeline shows GPU work: a kernel or graph launch, or GPU busy time.
 fn gpu_work(t: &Timeline) -> bool {
-    t.host.launches.iter().any(|&n| n > 0)
+    t.host
+        .launches
+        .iter()
+        .chain(&t.host.graph_launches)
+        .any(|&n| n > 0)
         || t.devices.iter().any(|d| d.busy_ns.iter().any(|&n| n > 0))
 }
 
@@ -589,8 +593,12 @@ enum Label {
 /// Splits one process's timeline into labelled windows: see docs/diagnosis.md, "Phases".
 fn labels(w: &Windows) -> Vec<Label> {
     let h = &w.t.host;
-    let metric: &[u64] = if h.launches.iter().any(|&n| n > 0) {
-        &h.launches
+    // A graph replay is work without a kernel launch.
+    let launches: Vec<u64> = (0..w.n)
+        .map(|i| at(&h.launches, i) + at(&h.graph_launches, i))
+        .collect();
+    let metric: &[u64] = if launches.iter().any(|&n| n > 0) {
+        &launches
     } else {
         &h.calls
     };

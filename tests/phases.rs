@@ -234,6 +234,55 @@ fn a_slow_module_loading_start_up_then_a_sync_stalled_loop_gets_sync_stalled_fir
 }
 
 #[test]
+fn a_cuda_graph_loop_is_steady_where_cupti_did_not_record_it() {
+    // 0.3 s of init, 50 ms of eager warm-up and capture (kernel launches), then 1 s of
+    // graph replays, 2 per 10 ms window, whose GPU side CUPTI recorded in the first 100 ms
+    // only (sampled): the replays are the loop's work all along.
+    let mut w = init();
+    w.extend(times(
+        5,
+        W {
+            launches: 20,
+            busy_ns: 9 * MS,
+            idle_host: MS,
+            ..W::default()
+        },
+    ));
+    w.extend(times(
+        100,
+        W {
+            busy_ns: 9_900_000,
+            idle_host: 100_000,
+            ..W::default()
+        },
+    ));
+    let mut d = dump(&w, 0);
+    let t = d.timeline.as_mut().unwrap();
+    t.host.graph_launches = (0..w.len()).map(|i| if i >= 35 { 2 } else { 0 }).collect();
+    t.host.calls = t
+        .host
+        .calls
+        .iter()
+        .zip(&t.host.graph_launches)
+        .map(|(c, g)| c + g)
+        .collect();
+    let unrecorded = 45..w.len();
+    for series in t.devices[0].series_mut() {
+        if let Some(tail) = series.get_mut(unrecorded.clone()) {
+            tail.fill(0);
+        }
+    }
+    let (r, text) = reports(&d);
+    assert_eq!(
+        phases(&r),
+        [phase("startup", 0, 300), phase("steady", 300, 1350)]
+    );
+    assert_eq!(r["steady_state"]["ns"], 1050 * MS);
+    assert_eq!(r["gpu_bound"], true, "{text}");
+    assert!(text.contains("Verdict: GPU-bound"), "{text}");
+}
+
+#[test]
 fn a_normal_start_up_then_a_quiet_loop_gets_no_warning() {
     // 0.3 s of driver init, 0.2 s of imports, then 2 s of a loop that keeps the GPU busy.
     let mut w = init();

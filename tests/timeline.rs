@@ -55,6 +55,7 @@ fn every_column_sums_to_the_dump_and_work_lands_after_the_idle_start() {
     assert!(windows as u64 * t.window_ns >= d.stop_unix_ns - d.start_unix_ns);
     for s in [
         &h.launches,
+        &h.graph_launches,
         &h.driver_ns,
         &h.launch_ns,
         &h.module_ns,
@@ -70,6 +71,7 @@ fn every_column_sums_to_the_dump_and_work_lands_after_the_idle_start() {
     assert_eq!(sum(&h.calls), d.apis.iter().map(|a| a.calls).sum::<u64>());
     assert_eq!(sum(&h.driver_ns), d.driver_ns);
     assert_eq!(sum(&h.launches), 3 * all);
+    assert_eq!(sum(&h.graph_launches), all);
     assert_eq!(sum(&h.launch_ns), apis(&d, &["cuLaunch"]).1);
     assert_eq!(
         sum(&h.init_ns),

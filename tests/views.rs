@@ -65,6 +65,7 @@ fn timeline_dump(rank: u32, run_s: u64) -> Dump {
         host: HostWindows {
             calls: (0..n).map(|i| 100 + wave(i, 50)).collect(),
             launches: (0..n).map(|i| 80 + wave(i, 40)).collect(),
+            graph_launches: vec![0; n],
             driver_ns: vec![window_ns / 10; n],
             launch_ns: vec![window_ns / 20; n],
             module_ns: vec![0; n],

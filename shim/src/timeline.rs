@@ -43,6 +43,8 @@ const HOST_KINDS: usize = HostKind::ALL.len();
 enum Family {
     /// Every `cuLaunch*` variant.
     Launch,
+    /// `cuGraphLaunch*`: a graph's replay, many kernels in one call.
+    GraphLaunch,
     /// `cuModuleLoad*`, `cuLibraryLoad*`, `cuLink*`: where JIT and lazy loading show.
     Module,
     /// `cuInit`, context creation and primary-context retain.
@@ -59,6 +61,8 @@ fn family(symbol: &str) -> Family {
     // A host function is queued like a kernel but is none: no kernel record follows it.
     if starts(&["cuLaunch"]) && !starts(&["cuLaunchHostFunc"]) {
         Family::Launch
+    } else if starts(&["cuGraphLaunch"]) {
+        Family::GraphLaunch
     } else if starts(&["cuModuleLoad", "cuLibraryLoad", "cuLink"]) {
         Family::Module
     } else if symbol == "cuInit" || starts(&["cuCtxCreate", "cuDevicePrimaryCtxRetain"]) {
@@ -82,6 +86,7 @@ fn family(symbol: &str) -> Family {
 struct Totals {
     calls: u64,
     launches: u64,
+    graph_launches: u64,
     driver_ns: u64,
     launch_ns: u64,
     module_ns: u64,
@@ -101,6 +106,7 @@ impl Totals {
                 self.launches += calls;
                 self.launch_ns += ns;
             }
+            Family::GraphLaunch => self.graph_launches += calls,
             Family::Module => self.module_ns += ns,
             Family::Init => self.init_ns += ns,
             Family::Alloc => self.allocs += calls,
@@ -112,6 +118,7 @@ impl Totals {
     fn add(&mut self, other: &Totals) {
         self.calls += other.calls;
         self.launches += other.launches;
+        self.graph_launches += other.graph_launches;
         self.driver_ns += other.driver_ns;
         self.launch_ns += other.launch_ns;
         self.module_ns += other.module_ns;
@@ -315,6 +322,11 @@ impl Table {
         };
         add(&mut host.calls, new.calls, was.calls);
         add(&mut host.launches, new.launches, was.launches);
+        add(
+            &mut host.graph_launches,
+            new.graph_launches,
+            was.graph_launches,
+        );
         add(&mut host.driver_ns, new.driver_ns, was.driver_ns);
         add(&mut host.launch_ns, new.launch_ns, was.launch_ns);
         add(&mut host.module_ns, new.module_ns, was.module_ns);
@@ -507,6 +519,9 @@ mod tests {
             assert_eq!(of(launch), Family::Launch);
         }
         assert_eq!(of("cuLaunchHostFunc_ptsz"), Family::Other);
+        for graph in ["cuGraphLaunch", "cuGraphLaunch_ptsz"] {
+            assert_eq!(of(graph), Family::GraphLaunch);
+        }
         for module in [
             "cuModuleLoadDataEx",
             "cuLibraryLoadFromFile",
@@ -566,6 +581,15 @@ mod tests {
         assert_eq!(t.host.blocked_ns[0].ns, vec![0, 0, 0, 0, 700, 0]);
         assert_eq!(t.host.launches, vec![0; 6]);
         assert!(t.host.copy_bytes.is_empty());
+        // Graph launches have their own column, kernel launches theirs.
+        let graphs = Totals {
+            calls: 13,
+            graph_launches: 3,
+            ..Totals::default()
+        };
+        t.file(1_000 + 7 * w + 5, graphs);
+        assert_eq!(t.host.graph_launches, vec![0, 0, 0, 0, 0, 0, 3, 0]);
+        assert_eq!(t.host.launches, vec![0; 8]);
     }
 
     #[test]

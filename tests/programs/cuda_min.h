@@ -10,6 +10,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
                         unsigned bz, unsigned smem, CUstream s, void **params, void **extra);
 CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned smem, CUstream s, void **params, void **extra);
+CUresult cuGraphLaunch(void *exec, CUstream s);
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n);
 CUresult cuMemFree_v2(CUdeviceptr p);
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags);

@@ -1,6 +1,6 @@
 /* A run with a time axis: cuInit and a context, then ~300 ms without a driver call, then
  * ROUNDS rounds of work on the main thread and on two threads that exit before it ends
- * (each round: 3 launches, a device allocation, a pageable cuMemcpyHtoD of 1000 bytes, a
+ * (each round: 3 launches, a graph launch, a device allocation, a pageable cuMemcpyHtoD of 1000 bytes, a
  * pinned async cuMemcpyDtoH of 512 bytes, a stream sync, a free), then one
  * cuCtxSynchronize, whose length the test sets with FAKECUDA_DELAY_NS.
  * Prints the CLOCK_REALTIME ns at which the rounds begin ("rounds T") and just before and
@@ -27,6 +27,7 @@ static void *work(void *unused) {
     for (int i = 0; i < rounds; i++) {
         CUdeviceptr p = 0;
         for (int k = 0; k < 3; k++) cuLaunchKernel(0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+        cuGraphLaunch(0, 0);
         cuMemAlloc_v2(&p, 4096);
         cuMemcpyHtoD_v2(p, pageable, sizeof pageable);
         cuMemcpyDtoHAsync_v2(pinned, p, 512, 0);

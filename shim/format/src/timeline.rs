@@ -105,6 +105,11 @@ pub struct HostWindows {
     pub calls: Vec<u64>,
     /// Kernel launches (every `cuLaunch*` variant) among them.
     pub launches: Vec<u64>,
+    /// CUDA graph launches (`cuGraphLaunch*`) among them: a replay runs many kernels, so a
+    /// graph loop's windows have work without kernel launches. Absent from dumps before
+    /// 2026-12-01's session 15.
+    #[serde(default)]
+    pub graph_launches: Vec<u64>,
     /// Time inside outermost driver calls, all threads; and the part in launch calls, in
     /// module loading and linking (`cuModuleLoad*`, `cuLibraryLoad*`, `cuLink*`: where JIT
     /// and lazy loading show), and in context creation and `cuInit`.
@@ -128,6 +133,7 @@ impl HostWindows {
         let mut all = vec![
             &mut self.calls,
             &mut self.launches,
+            &mut self.graph_launches,
             &mut self.driver_ns,
             &mut self.launch_ns,
             &mut self.module_ns,
