@@ -69,7 +69,8 @@ pub struct Report<'a> {
     /// No warning and the GPU busy (analyse::GPU_BOUND_IDLE).
     pub gpu_bound: bool,
     pub gpu_busy_share: Option<f64>,
-    /// What `gpu_busy_share` is a share of: `steady-state` or `working-span`.
+    /// What `gpu_busy_share` is a share of: `steady-state`, `steady-state-by-nvml` or
+    /// `working-span`.
     pub gpu_busy_of: Option<BusyBase>,
     /// How much of the GPU the kernels used, from GPM (analyse::Job::gpu_use).
     pub gpu_use: Option<GpuUse>,
