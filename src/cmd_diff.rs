@@ -328,9 +328,18 @@ fn share_change(
 /// time per call of each top kernel (by demangled name) that holds at least `--min-share`
 /// of kernel time.
 fn gpu_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
-    let Some(busy) = share_change(base, new, o, "GPU busy share", |j| j.gpu_busy_share) else {
+    let Some(mut busy) = share_change(base, new, o, "GPU busy share", |j| j.gpu_busy_share) else {
         return;
     };
+    // Shares of different wholes (the steady state's GPU time, NVML's utilisation where
+    // CUPTI's records came late, the activity span) do not compare.
+    let wholes: Vec<_> = (base.runs.iter().chain(new.runs.iter()))
+        .map(|r| r.analysed.job.gpu_busy_of)
+        .collect();
+    if wholes.windows(2).any(|w| w[0] != w[1]) {
+        busy.kind = Kind::Unchanged;
+        busy.detail = "not compared: shares of different wholes".into();
+    }
     out.push(busy);
     let gpm = |j: &Job| j.gpu_use.map(|u| u.shares);
     out.extend(share_change(base, new, o, "GPU SM-active share", |j| {
@@ -832,6 +841,22 @@ mod tests {
         );
         let same = compare(&gpu_runs(900, 100), &gpu_runs(895, 102), &options());
         assert_eq!(same.regressions, 0, "{:?}", same.changes);
+        // The new runs' share is NVML's (CUPTI's records came late): no verdict on it.
+        let mut by_nvml = gpu_runs(600, 100);
+        for r in &mut by_nvml {
+            r.analysed.job.gpu_busy_of = Some(analyse::BusyBase::SteadyStateByNvml);
+        }
+        let r = compare(&gpu_runs(900, 100), &by_nvml, &options());
+        let busy = r
+            .changes
+            .iter()
+            .find(|c| c.what == "GPU busy share")
+            .unwrap();
+        assert_eq!(
+            (busy.kind, busy.detail.as_str()),
+            (Kind::Unchanged, "not compared: shares of different wholes")
+        );
+        assert_eq!(r.regressions, 0, "{:?}", r.changes);
     }
 
     /// Two-rank runs whose all-reduces moved 1 GiB per rank in `ms` of kernel time, with
