@@ -432,7 +432,8 @@ fn gpu_work(t: &Timeline) -> bool {
         || t.devices.iter().any(|d| d.busy_ns.iter().any(|&n| n > 0))
 }
 
-fn at(series: &[u64], i: usize) -> u64 {
+/// Window `i` of `series`, 0 past its end (older dumps lack some series).
+pub fn at(series: &[u64], i: usize) -> u64 {
     series.get(i).copied().unwrap_or(0)
 }
 

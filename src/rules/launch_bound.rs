@@ -1,6 +1,6 @@
 use super::gpu_data::short_idle_share;
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
-use crate::phases::{IdleKind, SteadyState};
+use crate::phases::{at, IdleKind, SteadyState};
 use crate::profile::{Profile, LAUNCH_APIS};
 use gpuspy_format::SyncCause;
 
@@ -107,7 +107,12 @@ impl LaunchBound {
         if h.launches < MIN_LAUNCHES || per_s < MIN_PER_S {
             return Outcome::Clear;
         }
-        let kernel_ns = busy_per_kernel_at_launch_rate(p);
+        // Only a steady state without its GPU side needs the kernels recorded elsewhere.
+        let kernel_ns = s
+            .gpu
+            .is_none()
+            .then(|| busy_per_kernel_at_launch_rate(p))
+            .flatten();
         let (impact, said) = match &s.gpu {
             Some(g) => {
                 let idle = g.share(IdleKind::Launch);
@@ -186,12 +191,11 @@ fn busy_per_kernel_at_launch_rate(p: &Profile) -> Option<f64> {
         .filter_map(|x| x.timeline.as_deref())
         .flat_map(|t| {
             let floor = MIN_PER_S * t.window_ns as f64 / 1e9;
-            let launching =
-                move |i: usize| t.host.launches.get(i).is_some_and(|&n| n as f64 >= floor);
+            let launching = move |i: usize| at(&t.host.launches, i) as f64 >= floor;
             t.devices.iter().flat_map(move |d| {
                 (0..d.kernels.len())
-                    .filter(move |&i| launching(i) && d.observed_ns.get(i).is_some_and(|&o| o > 0))
-                    .map(move |i| (d.busy_ns.get(i).copied().unwrap_or(0), d.kernels[i]))
+                    .filter(move |&i| launching(i) && at(&d.observed_ns, i) > 0)
+                    .map(move |i| (at(&d.busy_ns, i), d.kernels[i]))
             })
         });
     let (busy, kernels) = windows.fold((0u64, 0u64), |(b, k), (x, y)| (b + x, k + y));
