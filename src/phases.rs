@@ -7,7 +7,7 @@
 
 use crate::profile::{total, ProcessInfo, Profile};
 use gpuspy_format::timeline::{
-    DeviceWindows, HostEventKind, HostWindows, IdleCause, IdleSeries, Timeline,
+    DeviceWindows, HostEvent, HostEventKind, HostWindows, IdleCause, IdleSeries, Timeline,
     UnifiedMemoryWindows,
 };
 use gpuspy_format::{HostKind, SyncCause};
@@ -453,11 +453,46 @@ fn scale(value: u64, num: u64, den: u64) -> u64 {
     }
 }
 
+/// Per window of `t` (`n` of them), the time its sampled explicit syncs (the longest and
+/// the most recent blocking calls, each counted once) spent in it. The host table files a
+/// call in the window it ended in: a 1.8 s sync on a Triton loop's deep queue is 1.8 s in
+/// one 80 ms window and nothing in the 22 before, where the H200 ran kernels whose records
+/// CUPTI discarded when the recording period closed (bench/results/gpu-2026-12-01-
+/// session16-phases-15).
+fn syncs_spread(t: &Timeline, n: usize) -> Vec<u64> {
+    let mut spread = vec![0; n];
+    let width = t.window_ns.max(1);
+    let mut syncs: Vec<&HostEvent> = (t.longest_blocking.iter().chain(&t.recent_blocking))
+        .filter(|e| e.kind == HostEventKind::Sync(SyncCause::Explicit))
+        .collect();
+    syncs.sort_unstable_by_key(|e| (e.start_unix_ns, e.end_unix_ns));
+    syncs.dedup_by_key(|e| (e.start_unix_ns, e.end_unix_ns));
+    for e in syncs {
+        let from = e.start_unix_ns.max(t.start_unix_ns) - t.start_unix_ns;
+        let to = e.end_unix_ns.max(t.start_unix_ns) - t.start_unix_ns;
+        let last = usize::try_from(to.div_ceil(width))
+            .unwrap_or(usize::MAX)
+            .min(n);
+        for (i, ns) in spread
+            .iter_mut()
+            .enumerate()
+            .take(last)
+            .skip((from / width) as usize)
+        {
+            let (a, b) = (i as u64 * width, (i as u64 + 1) * width);
+            *ns += to.min(b).saturating_sub(from.max(a));
+        }
+    }
+    spread
+}
+
 /// The windows of one process's timeline, each clipped to the process's end.
 struct Windows<'a> {
     t: &'a Timeline,
     stop: u64,
     n: usize,
+    /// Per window, the time the sampled explicit syncs spent in it (`syncs_spread`).
+    sync_spread: Vec<u64>,
 }
 
 impl<'a> Windows<'a> {
@@ -482,7 +517,13 @@ impl<'a> Windows<'a> {
                 .try_into()
                 .unwrap_or(usize::MAX),
         );
-        Windows { t, stop, n }
+        let sync_spread = syncs_spread(t, n);
+        Windows {
+            t,
+            stop,
+            n,
+            sync_spread,
+        }
     }
 
     fn span(&self, i: usize) -> (u64, u64) {
@@ -499,7 +540,9 @@ impl<'a> Windows<'a> {
         total(self.t.host.blocked_ns.iter().map(|c| at(&c.ns, i)))
     }
 
-    /// Time blocked in explicit syncs (waiting for the GPU's queue) in window `i`.
+    /// Time blocked in explicit syncs (waiting for the GPU's queue) in window `i`: the
+    /// window's column, which holds a call in the window it ended in, or, where more, the
+    /// part of the sampled syncs that fell in it.
     fn explicit_blocked(&self, i: usize) -> u64 {
         let explicit = self
             .t
@@ -507,7 +550,7 @@ impl<'a> Windows<'a> {
             .blocked_ns
             .iter()
             .filter(|c| c.cause == SyncCause::Explicit);
-        total(explicit.map(|c| at(&c.ns, i)))
+        total(explicit.map(|c| at(&c.ns, i))).max(at(&self.sync_spread, i))
     }
 
     /// GPU busy time in window `i`, summed over devices and scaled to the whole window.
@@ -1131,6 +1174,30 @@ mod tests {
         let mut p = run(t.host.calls.len() as f64 * 0.01).build();
         attach(&mut p, t);
         p
+    }
+
+    #[test]
+    fn a_sampled_sync_spreads_over_the_windows_it_spans_once() {
+        let event = |start: u64, end: u64, kind| HostEvent {
+            start_unix_ns: T0 + start,
+            end_unix_ns: T0 + end,
+            kind,
+        };
+        let sync = event(5 * MS, 27 * MS, HostEventKind::Sync(SyncCause::Explicit));
+        let t = Timeline {
+            start_unix_ns: T0,
+            window_ns: 10 * MS,
+            // The same sync is among the longest and the most recent.
+            longest_blocking: vec![sync.clone()],
+            recent_blocking: vec![
+                sync,
+                event(31 * MS, 33 * MS, HostEventKind::Alloc),
+                event(32 * MS, 34 * MS, HostEventKind::Sync(SyncCause::Free)),
+                event(36 * MS, 45 * MS, HostEventKind::Sync(SyncCause::Explicit)),
+            ],
+            ..Timeline::default()
+        };
+        assert_eq!(syncs_spread(&t, 4), vec![5 * MS, 10 * MS, 7 * MS, 4 * MS]);
     }
 
     /// Each phase's kind and start (ms).

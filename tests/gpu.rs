@@ -191,8 +191,10 @@ fn the_h200_managed_loop_and_its_prefetched_fix_read_from_the_counters_windows()
         "{each_way}"
     );
     assert_eq!(f["evidence"]["counters_on_ns"], 99_596_159);
-    let starved = finding(&r, "input-starved").unwrap();
-    assert_eq!(starved["severity"], "info");
+    // The host's faults on managed memory are not input starvation (1.9 % of the steady
+    // state, below any finding, once the windows where the host waited on the migrations
+    // are left out).
+    assert!(finding(&r, "input-starved").is_none(), "{r}");
     // The prefetched loop moved as much, with no fault: no finding about faults.
     let r = report_json(&[&data("h200-um-prefetched-windows.json")]);
     let um = &r["gpu"][0]["unified_memory"];
@@ -234,6 +236,25 @@ fn a_gpu_bound_loop_whose_records_came_late_is_judged_by_nvml() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn a_sync_longer_than_a_window_shows_the_work_cupti_did_not_record() {
+    // bench/results/gpu-2026-12-01-session16-phases-16, long triton-small-grid: two syncs
+    // of 1.82 s, each on 1,000 queued kernels of 4 blocks. The windows hold 582 of the
+    // first sync's kernels: the rest had no record by the time the recording period closed,
+    // with 1,000 more queued. The last 0.77 s of that sync read idle: GPU idle 40.2 % of the
+    // steady state, and small-grid 58 % against the 98 % that a full grid saved. The host
+    // table files each sync in the window it ended in; the sampled syncs say where the
+    // host waited.
+    let r = report_json(&[&data("h200-triton-deep-queue.json")]);
+    let s = &r["steady_state"];
+    assert_eq!(s["gpu_idle_share"].as_f64(), Some(0.001), "{s}");
+    assert_eq!(s["gpu_ns"].as_u64(), Some(1_071_997_976), "{s}");
+    let grid = finding(&r, "small-grid").expect("small-grid");
+    let impact = grid["impact"].as_f64().unwrap();
+    assert!((impact - 0.966).abs() < 0.0005, "{impact}");
+    assert_eq!(r["verdict"], "small-grid");
 }
 
 #[test]

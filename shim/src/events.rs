@@ -32,8 +32,11 @@ const KEPT: u64 = RING_EVENTS as u64 - 1;
 /// The history keeps at least this much time: a GPU idle gap's opening is looked up when
 /// its time settles, up to `MAX_HOLD_NS` late...
 const HISTORY_NS: u64 = crate::gpu::activity::MAX_HOLD_NS + 500_000_000;
-/// ...and at most this many events (768 KiB).
-const HISTORY_EVENTS: usize = 32_768;
+/// ...and at most this many events (6 MiB): `HISTORY_NS` of 87,000 blocking calls a
+/// second. At 32,768 an allocation loop making 24,500 a second kept 1.3 s, less than the
+/// collector's lag, and 69 % of its steady state's idle time had no known cause
+/// (bench/results/gpu-2026-12-01-session16-phases-17, long alloc-churn).
+const HISTORY_EVENTS: usize = 1 << 18;
 /// Spans of time with lost events that `between` remembers; older ones count as trimmed.
 const LOSS_SPANS: usize = 64;
 
@@ -390,5 +393,33 @@ mod tests {
         h.losses.push_back((later + 5, later + 9));
         assert!(!h.between(later, later + 6, &mut Vec::new()));
         assert!(h.between(later + 9, later + 20, &mut Vec::new()));
+    }
+
+    #[test]
+    fn the_history_covers_the_collectors_longest_lag_at_a_fast_allocation_loop() {
+        // A blocking call every 40 µs (25,000 a second; the H200's fastest alloc-churn loop
+        // made 24,500), drained every 100 ms for 4 s.
+        let mut h = History::default();
+        let t0 = 10 * HISTORY_NS;
+        let (every, drain) = (40_000, 100_000_000);
+        for d in 0..40 {
+            let batch = (0..drain / every)
+                .map(|k| {
+                    let at = t0 + d * drain + k * every;
+                    HostEvent {
+                        start_unix_ns: at,
+                        end_unix_ns: at + 1_000,
+                        kind: HostEventKind::Alloc,
+                    }
+                })
+                .collect();
+            h.absorb(batch, t0 + (d + 1) * drain);
+        }
+        // A gap that settles `MAX_HOLD_NS` late still finds what the host did.
+        let now = t0 + 40 * drain;
+        let opened = now - crate::gpu::activity::MAX_HOLD_NS;
+        let mut found = Vec::new();
+        assert!(h.between(opened, opened + every, &mut found));
+        assert_eq!(found.len(), 1);
     }
 }
