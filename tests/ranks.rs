@@ -182,6 +182,23 @@ fn a_thousand_rank_dumps_merge_in_seconds_with_bounded_memory() {
     assert!(max_rss_mib < 256, "peak RSS of a child {max_rss_mib} MiB");
 }
 
+#[test]
+fn a_collective_that_waited_is_a_blocking_event_on_the_timeline() {
+    // Every all-reduce, all-gather and broadcast takes 2 ms; sends, receives and group
+    // calls return at once (under the 1 ms that marks a wait).
+    let run = run("nccl", &["0"], &[("FAKENCCL_DELAY_NS", "2000000")]);
+    let dumps = run.dumps();
+    let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
+    // The 16 most recent: the 3 broadcasts, the 10 all-gathers and the last 3 all-reduces.
+    let recent = dump["timeline"]["recent_blocking"].as_array().unwrap();
+    assert_eq!(recent.len(), 16, "{recent:?}");
+    for e in recent {
+        assert_eq!(e["kind"], "collective", "{e}");
+        let ns = e["end_unix_ns"].as_u64().unwrap() - e["start_unix_ns"].as_u64().unwrap();
+        assert!(ns >= 2_000_000, "{e}");
+    }
+}
+
 fn nccl_section(run: &Run) -> Value {
     let dumps = run.dumps();
     assert_eq!(dumps.len(), 1);

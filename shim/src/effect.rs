@@ -51,7 +51,14 @@ pub enum Effect {
     DriverReady,
     /// A context was created or retained on this CUDA device ordinal.
     UsesDevice(c_int),
+    /// An NCCL collective, point-to-point call or group end: NCCL enqueues the work on the
+    /// GPU and returns, unless it waits (for its peers, or to connect to them).
+    Collective,
 }
+
+/// An NCCL call that took this long waited rather than enqueued (an enqueue takes
+/// microseconds; the fake NCCL's rendezvous polls every millisecond).
+pub const COLLECTIVE_WAIT_NS: u64 = 1_000_000;
 
 impl Effect {
     /// The implicit synchronisation this call amounts to, if any.
@@ -91,11 +98,12 @@ impl Effect {
         )
     }
 
-    /// What kind of blocking host event the call is, if it is one: the timeline keeps
-    /// these with their start and end (`events.rs`).
+    /// What kind of blocking host event the call, which took `ns`, is, if it is one: the
+    /// timeline keeps these with their start and end (`events.rs`).
     #[inline(always)]
-    pub fn blocking_kind(&self) -> Option<HostEventKind> {
+    pub fn blocking_kind(&self, ns: u64) -> Option<HostEventKind> {
         match *self {
+            Effect::Collective => (ns >= COLLECTIVE_WAIT_NS).then_some(HostEventKind::Collective),
             Effect::DeviceAlloc(_)
             | Effect::DeviceFree
             | Effect::PinnedAlloc { .. }
@@ -437,29 +445,38 @@ mod tests {
     fn blocking_kinds() {
         let pageable = copy(Direction::DtoH, 0x5 as *mut c_void, 1, Mode::Blocking);
         assert_eq!(
-            pageable.blocking_kind(),
+            pageable.blocking_kind(1),
             Some(HostEventKind::Sync(SyncCause::SyncCopy))
         );
         assert_eq!(
-            release(1).blocking_kind(),
+            release(1).blocking_kind(1),
             Some(HostEventKind::Sync(SyncCause::Free))
         );
         assert_eq!(
-            Effect::DeviceAlloc(4).blocking_kind(),
+            Effect::DeviceAlloc(4).blocking_kind(1),
             Some(HostEventKind::Alloc)
         );
         assert_eq!(
-            Effect::DeviceFree.blocking_kind(),
+            Effect::DeviceFree.blocking_kind(1),
             Some(HostEventKind::Alloc)
         );
         assert_eq!(
-            pinned_alloc(std::ptr::null_mut(), 1).blocking_kind(),
+            pinned_alloc(std::ptr::null_mut(), 1).blocking_kind(1),
             Some(HostEventKind::Alloc)
         );
         let device = copy(Direction::DtoD, std::ptr::null_mut(), 1, Mode::Async);
-        assert_eq!(device.blocking_kind(), None);
-        assert_eq!(Effect::Bytes(8).blocking_kind(), None);
-        assert_eq!(Effect::None.blocking_kind(), None);
+        assert_eq!(device.blocking_kind(1), None);
+        assert_eq!(Effect::Bytes(8).blocking_kind(1), None);
+        assert_eq!(Effect::None.blocking_kind(1), None);
+        // An NCCL call is one only when it waited.
+        assert_eq!(
+            Effect::Collective.blocking_kind(COLLECTIVE_WAIT_NS - 1),
+            None
+        );
+        assert_eq!(
+            Effect::Collective.blocking_kind(COLLECTIVE_WAIT_NS),
+            Some(HostEventKind::Collective)
+        );
     }
 
     #[test]

@@ -394,7 +394,7 @@ nccl -> NcclResult, else NCCL_INTERNAL_ERROR; {
     ncclSend(send: Ptr, n: Size, dt: c_int, peer: c_int, comm: Ptr, stream: Ptr) => operation(Op::Send, n, dt, comm);
     ncclRecv(recv: Ptr, n: Size, dt: c_int, peer: c_int, comm: Ptr, stream: Ptr) => operation(Op::Recv, n, dt, comm);
     ncclGroupStart() => group_started();
-    ncclGroupEnd() => Effect::None;
+    ncclGroupEnd() => Effect::Collective;
     ncclCommInitRank(comm: *mut Ptr, nranks: c_int, id: UniqueId, rank: c_int) => Effect::None, then registers(comm, &id, rank, nranks);
     ncclCommInitRankConfig(comm: *mut Ptr, nranks: c_int, id: UniqueId, rank: c_int, config: Ptr) => Effect::None, then registers(comm, &id, rank, nranks);
     ncclCommSplit(comm: Ptr, color: c_int, key: c_int, newcomm: *mut Ptr, config: Ptr) => Effect::None, then splits(comm, color, key, newcomm);

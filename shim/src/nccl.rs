@@ -300,7 +300,7 @@ pub fn group_started() -> Effect {
 /// Before a collective or point-to-point call: counts it at once, whatever it returns.
 pub fn operation(op: Op, n: usize, datatype: c_int, comm: Ptr) -> Effect {
     count(op, n, datatype, comm);
-    Effect::None
+    Effect::Collective
 }
 
 fn forget_comm(comm: Ptr) {

@@ -509,7 +509,7 @@ fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, start: u64, end: 
         // SAFETY: as above.
         unsafe { block.syncs.get_unchecked(cause as usize) }.add(ns);
     }
-    if let Some(kind) = effect.blocking_kind() {
+    if let Some(kind) = effect.blocking_kind(ns) {
         block.events.push(kind, start, end);
     }
     effect.track_host_memory();

@@ -7,6 +7,9 @@
 //! the n-th collective of rank r on a communicator creates `DIR/<n>.<r>` and returns only
 //! once every rank of the communicator has created its `DIR/<n>.*` (one communicator per
 //! directory). A rank that never enters the collective leaves the others waiting forever.
+//!
+//! `FAKENCCL_DELAY_NS=N` makes every collective (not `ncclSend`, `ncclRecv`, group calls)
+//! take at least N ns on the host, as one does that waits for a late peer.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -50,6 +53,12 @@ unsafe fn collective(comm: Ptr) -> NcclResult {
         return 4;
     };
     let n = comm.collectives.fetch_add(1, Ordering::Relaxed);
+    if let Some(ns) = std::env::var("FAKENCCL_DELAY_NS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
     let Some(dir) = std::env::var_os("FAKENCCL_RENDEZVOUS").map(PathBuf::from) else {
         return 0;
     };
