@@ -1,7 +1,7 @@
 use crate::support::*;
 use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -330,19 +330,6 @@ fn a_hangup_of_gpuspys_terminal_is_forwarded() {
         "{}",
         text(&out.stdout)
     );
-}
-
-fn dumps_in(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.map(|e| e.unwrap().path())
-                .filter(|p| {
-                    let name = p.file_name().unwrap().to_string_lossy();
-                    name.starts_with("gpuspy-") && name.ends_with(".json")
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Two runs sharing `-o`, each with a dump of the other's appearing in the directory while
