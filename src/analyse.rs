@@ -59,8 +59,8 @@ pub enum BusyBase {
     SteadyState,
     /// The activity span less its pauses of 1 s or more (`Activity::working_span_ns`).
     WorkingSpan,
-    /// The steady state by NVML's utilisation, where CUPTI's records came late
-    /// (`SteadyState::records_late`).
+    /// The steady state by NVML's utilisation, where CUPTI's records came late or are
+    /// missing (`SteadyState::records_incomplete`).
     SteadyStateByNvml,
 }
 
@@ -70,7 +70,7 @@ impl BusyBase {
             BusyBase::SteadyState => "the steady state's GPU time",
             BusyBase::WorkingSpan => "the GPU's activity span",
             BusyBase::SteadyStateByNvml => {
-                "the steady state by NVML's utilisation (CUPTI's records came late)"
+                "the steady state by NVML's utilisation (CUPTI's records incomplete)"
             }
         }
     }
@@ -149,13 +149,16 @@ pub fn job(p: &Profile) -> Job {
     let idle = p.gpu_idle_share();
     let time_axis = crate::phases::time_axis(p);
     let steady = time_axis.as_ref().and_then(|a| a.steady.as_ref());
-    let steady_gpu = steady.and_then(|s| s.gpu.as_ref());
+    // With records missing, the GPU side's idle is the periods CUPTI left empty.
+    let steady_gpu = steady
+        .filter(|s| s.records_missing.is_none())
+        .and_then(|s| s.gpu.as_ref());
     let steady_idle = steady_gpu.map(|g| crate::diagnose::share(g.idle_ns(), g.ns));
-    // Late records make CUPTI's busy time too low everywhere; NVML's sampling does not
-    // depend on them.
+    // Late or missing records make CUPTI's busy time too low everywhere; NVML's sampling
+    // does not depend on them.
     let nvml_busy = time_axis
         .as_ref()
-        .filter(|_| steady.is_some_and(|s| s.records_late.is_some()))
+        .filter(|_| steady.is_some_and(|s| s.records_incomplete()))
         .and_then(|a| nvml_steady_busy(p, a));
     let quiet = diagnosis.verdict().is_none();
     let (busy, busy_of) = match (steady_gpu, nvml_busy, idle) {

@@ -261,6 +261,25 @@ pub struct SteadyState {
     /// The share of a device's kernel time whose CUPTI records came late, where it is
     /// `LATE_RECORDS_SHARE` or more in a process of the steady state: `gpu` is None then.
     pub records_late: Option<f64>,
+    /// Where GPM saw the SMs active far more of the steady state than CUPTI's records
+    /// kept a kernel running (`SM_ACTIVE_OVER_BUSY`). `gpu` stays for the rules, whose
+    /// thresholds on its idle causes held on these runs, but the verdict's busy share and
+    /// idle do not come from it.
+    pub records_missing: Option<RecordsMissing>,
+}
+
+/// CUPTI's busy share of the steady state against GPM's SM activity over the same windows.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RecordsMissing {
+    pub busy_share: f64,
+    pub sm_active_share: f64,
+}
+
+impl SteadyState {
+    /// Whether CUPTI's records of the steady state are not all there (late, or missing).
+    pub fn records_incomplete(&self) -> bool {
+        self.records_late.is_some() || self.records_missing.is_some()
+    }
 }
 
 /// The unified-memory counters' faults and migrations, per process over the time they were
@@ -294,6 +313,19 @@ const UM_OBSERVED_MIN_NS: u64 = 10_000_000;
 /// not identified" at 91 % by NVML, bench/results/gpu-2026-12-01-session15-phases-14);
 /// every other staged run under 8 %.
 pub const LATE_RECORDS_SHARE: f64 = 0.10;
+
+/// GPM's SM activity (cycles with a warp resident, averaged over the SMs) over the steady
+/// state at least this far above CUPTI's busy share means that the records of kernels that
+/// ran are missing: an SM is active only while a kernel runs. CUPTI
+/// discards the records of kernels still queued when a recording period closes (gpu-truth-
+/// facts.md, A.6); a loop that queues matmuls far ahead then leaves periods that read idle.
+/// In the 594 staged runs of rounds 1-17 on the H200 with GPM and a steady GPU side
+/// (bench/results/calib-2026-12-01-session16.txt) GPM read at most 0.33 above CUPTI (0.37
+/// where the records came late), except in 9 of the 17 long `healthy-pauses` runs,
+/// 0.50-0.81 above, and 2 long `torch-compile` runs, 0.89-0.90: loops that queue matmuls
+/// far ahead. Three of those `healthy-pauses` runs read "GPU idle 64-87 % of the steady
+/// state; cause not identified" at 79-85 % SM activity.
+pub const SM_ACTIVE_OVER_BUSY: f64 = 0.45;
 
 /// The largest share of a device's recorded kernel time, among `process`'s devices, whose
 /// records came late.
@@ -898,6 +930,8 @@ fn steady_state(
 ) -> SteadyState {
     let mut s = SteadyState::default();
     let mut gpu: Option<SteadyGpu> = None;
+    // GPM's SM activity over the steady windows, time-weighted, and the time it covers.
+    let (mut sm_active_ns, mut sm_ns) = (0u64, 0u64);
     let mut host_stall = 0;
     let mut accounted_total = 0;
     // The spacing of each process's sampled blocking syncs, pooled: syncs of several ranks
@@ -1006,6 +1040,14 @@ fn steady_state(
                 }
             }
             host_idle.extend(window_host);
+            for series in process.gpu.iter().flat_map(|g| &g.devices) {
+                let active = (series.telemetry.as_ref())
+                    .and_then(|t| t.series.mean_in(&t.series.sm_active_pct, start, end));
+                if let Some(pct) = active {
+                    sm_active_ns += (pct / 100.0 * len as f64) as u64;
+                    sm_ns += len;
+                }
+            }
         }
         host_stall += stall(&host_idle);
         if let Some(um) = &t.unified_memory {
@@ -1047,9 +1089,18 @@ fn steady_state(
     // its idle time is all one stretch, cut only where sampling periods begin, and a sync
     // that happens to return there would claim all of it. Judge from the host side then,
     // and where records came late, whose time the windows count idle.
-    s.gpu = gpu
-        .map(|g| g.scaled(accounted_total))
-        .filter(|g| g.busy_ns > 0 && s.records_late.is_none());
+    let gpu = gpu.map(|g| g.scaled(accounted_total));
+    if let (Some(g), true) = (&gpu, sm_ns > 0) {
+        let busy_share = crate::diagnose::share(g.busy_ns, g.ns);
+        let sm_active_share = crate::diagnose::share(sm_active_ns, sm_ns);
+        if sm_active_share - busy_share >= SM_ACTIVE_OVER_BUSY {
+            s.records_missing = Some(RecordsMissing {
+                busy_share,
+                sm_active_share,
+            });
+        }
+    }
+    s.gpu = gpu.filter(|g| g.busy_ns > 0 && s.records_late.is_none());
     s.step = step(&nvtx, sync_spacing);
     s
 }

@@ -313,6 +313,14 @@ fn phases(out: &mut String, r: &Report) {
             percent(Some(late))
         );
     }
+    if let Some(m) = s.gpu_records_missing {
+        let _ = write!(
+            line,
+            "; CUPTI's records kept a kernel running {} of it, while GPM saw the SMs active {} of it: records of queued kernels are missing, and the verdict takes NVML's utilisation",
+            percent(Some(m.busy_share)),
+            percent(Some(m.sm_active_share))
+        );
+    }
     if let Some(step) = &s.step {
         let _ = write!(
             line,

@@ -8,7 +8,7 @@ use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, BusyBase, Imbalanc
 use crate::collectives::{collectives, link_peak};
 use crate::diagnose::{Finding, LayerStatus};
 use crate::gpm::{GpmShares, GpuUse};
-use crate::phases::{IdleKind, Phase, PhaseKind, Startup, SteadyState, Step};
+use crate::phases::{IdleKind, Phase, PhaseKind, RecordsMissing, Startup, SteadyState, Step};
 use crate::profile::{Api, Latency, ProcessInfo};
 use crate::runs::{runs, Run};
 use crate::timelines::{timelines, Timelines};
@@ -205,6 +205,9 @@ pub struct SteadyRow {
     /// The share of a device's kernel time whose CUPTI records came late, where it left
     /// the GPU side out (`SteadyState::records_late`), else null.
     pub gpu_records_late: Option<f64>,
+    /// CUPTI's busy share and GPM's SM activity over the steady state, where the gap between
+    /// them says records are missing (`SteadyState::records_missing`), else null.
+    pub gpu_records_missing: Option<RecordsMissing>,
 }
 
 #[derive(Serialize)]
@@ -250,6 +253,7 @@ fn steady_row(s: &SteadyState) -> SteadyRow {
         idle,
         step: s.step.clone(),
         gpu_records_late: s.records_late,
+        gpu_records_missing: s.records_missing,
     }
 }
 

@@ -227,7 +227,7 @@ fn a_gpu_bound_loop_whose_records_came_late_is_judged_by_nvml() {
     assert!((busy - 0.906).abs() < 0.0005, "{busy}");
     let text = report_text(&data("h200-matmul-late-records.json"));
     assert!(
-        text.contains("Verdict: GPU-bound. Kernels ran 90.6 % of the steady state by NVML's utilisation (CUPTI's records came late)"),
+        text.contains("Verdict: GPU-bound. Kernels ran 90.6 % of the steady state by NVML's utilisation (CUPTI's records incomplete)"),
         "{text}"
     );
     assert!(
@@ -255,6 +255,38 @@ fn a_sync_longer_than_a_window_shows_the_work_cupti_did_not_record() {
     let impact = grid["impact"].as_f64().unwrap();
     assert!((impact - 0.966).abs() < 0.0005, "{impact}");
     assert_eq!(r["verdict"], "small-grid");
+    // Its windows hold the kernels that ran: GPM's SM activity is no reason to doubt them.
+    assert!(s["gpu_records_missing"].is_null(), "{s}");
+}
+
+#[test]
+fn a_loop_whose_queued_kernels_lost_their_records_is_judged_by_nvml() {
+    // bench/results/gpu-2026-12-01-session16-phases-17, long healthy-pauses: bf16 matmuls
+    // queued far ahead, recorded in 95 short periods that kept 1,553 kernels. The records
+    // kept a kernel running 9.9 % of the steady state while GPM saw the SMs active 78.8 %
+    // of it; none came late. The verdict was "GPU idle 79.0 % of the steady state; cause
+    // not identified".
+    let r = report_json(&[&data("h200-pauses-records-missing.json")]);
+    let s = &r["steady_state"];
+    assert_eq!(s["gpu_records_late"], Value::Null);
+    assert_eq!(
+        s["gpu_records_missing"],
+        serde_json::json!({"busy_share": 0.099, "sm_active_share": 0.788})
+    );
+    assert!(r["unexplained_idle"].is_null(), "{r}");
+    assert_eq!(r["verdict"], Value::Null);
+    assert_eq!(r["gpu_busy_of"], "steady-state-by-nvml");
+    let busy = r["gpu_busy_share"].as_f64().unwrap();
+    assert!((busy - 0.732).abs() < 0.0005, "{busy}");
+    let text = report_text(&data("h200-pauses-records-missing.json"));
+    assert!(
+        text.contains("Verdict: no blocking problem found. Kernels ran 73.2 % of the steady state by NVML's utilisation (CUPTI's records incomplete)."),
+        "{text}"
+    );
+    assert!(
+        text.contains("CUPTI's records kept a kernel running 9.9 % of it, while GPM saw the SMs active 78.8 % of it"),
+        "{text}"
+    );
 }
 
 #[test]
