@@ -38,16 +38,15 @@ for driver in real fake; do
     done
 done | tee "$out/hotpath-runs.txt"
 python3 - "$out/hotpath-runs.txt" <<'PY'
-import math, statistics, sys
+import statistics, sys
+sys.path.insert(0, "bench/gpu")
+from signtest import sign_test_ci
 rows = [l.split() for l in open(sys.argv[1])]
 for driver in ("real", "fake"):
     pairs = [(float(r[3]), float(r[5])) for r in rows if r[0] == driver]
-    d = sorted(n - b for b, n in pairs)
-    k, n = 0, len(d)
-    while k + 1 <= n // 2 and 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n <= 0.10:
-        k += 1
-    lo, hi = (d[k - 1], d[n - k]) if k else (d[0], d[-1])
-    print(f"{driver} driver, {n} pairs: added p50 base {statistics.median(p[0] for p in pairs):.0f} ns, "
+    d = [n - b for b, n in pairs]
+    lo, hi = sign_test_ci(d)
+    print(f"{driver} driver, {len(d)} pairs: added p50 base {statistics.median(p[0] for p in pairs):.0f} ns, "
           f"new {statistics.median(p[1] for p in pairs):.0f} ns; new - base median {statistics.median(d):+.0f} ns, "
           f"90 % interval [{lo:+.0f}, {hi:+.0f}] ns")
 PY

@@ -11,9 +11,10 @@ overhead-modes.sh and overhead-ddp.sh.
     python3 bench/gpu/paired_summary.py RAW.txt
 """
 import collections
-import math
 import statistics
 import sys
+
+from signtest import sign_test_ci
 
 runs = collections.defaultdict(dict)
 kernels = collections.defaultdict(list)
@@ -39,18 +40,6 @@ for line in open(sys.argv[1]):
         stall_ms[w, c].append(float(fields[9]))
     if len(fields) >= 12 and value != "fail" and fields[11] != "-":
         excess[w, r][c] = float(fields[11])
-
-
-def sign_test_ci(d, level=0.90):
-    """Order statistics bounding the median of d with at least `level` coverage."""
-    d, n = sorted(d), len(d)
-    k = 0
-    while k + 1 <= n // 2:
-        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-        if 2 * tail > 1 - level:
-            break
-        k += 1
-    return (d[k - 1], d[n - k]) if k > 0 else (d[0], d[-1])
 
 
 print("workload config   median value   paired diff vs none: median [90% CI]   n   kernels in dump / launched, factor, gpuspy threads' CPU ms, loop stall ms (medians)")
