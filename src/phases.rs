@@ -1040,8 +1040,12 @@ fn steady_state(
                 }
             }
             host_idle.extend(window_host);
-            for series in process.gpu.iter().flat_map(|g| &g.devices) {
-                let active = (series.telemetry.as_ref())
+            // The devices CUPTI recorded, as the busy share pools them (NVML may also
+            // report GPUs that another process drives).
+            let recorded =
+                (process.gpu.iter().flat_map(|g| &g.devices)).filter(|d| d.activity.is_some());
+            for device in recorded {
+                let active = (device.telemetry.as_ref())
                     .and_then(|t| t.series.mean_in(&t.series.sm_active_pct, start, end));
                 if let Some(pct) = active {
                     sm_active_ns += (pct / 100.0 * len as f64) as u64;
