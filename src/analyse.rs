@@ -198,14 +198,7 @@ fn nvml_steady_busy(p: &Profile, a: &TimeAxis) -> Option<f64> {
         .gpu_devices()
         .filter_map(|(_, d)| {
             let s = &d.telemetry.as_ref()?.series;
-            let (sum, weight) = spans
-                .iter()
-                .filter_map(|&(from, to)| {
-                    let ns = to.saturating_sub(from) as f64;
-                    Some((s.mean_in(&s.gpu_util_pct, from, to)? * ns, ns))
-                })
-                .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-            (weight > 0.0).then(|| sum / weight / 100.0)
+            Some(s.mean_over(&s.gpu_util_pct, &spans)? / 100.0)
         })
         .collect();
     (!device_means.is_empty()).then(|| device_means.iter().sum::<f64>() / device_means.len() as f64)

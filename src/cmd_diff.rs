@@ -332,7 +332,7 @@ fn gpu_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
         return;
     };
     // Shares of different wholes (the steady state's GPU time, NVML's utilisation where
-    // CUPTI's records came late, the activity span) do not compare.
+    // CUPTI's records came late or are missing, the activity span) do not compare.
     let wholes: Vec<_> = (base.runs.iter().chain(new.runs.iter()))
         .map(|r| r.analysed.job.gpu_busy_of)
         .collect();

@@ -7,7 +7,7 @@
 
 use crate::profile::{total, ProcessInfo, Profile};
 use gpuspy_format::timeline::{
-    DeviceWindows, HostEvent, HostEventKind, HostWindows, IdleCause, IdleSeries, Timeline,
+    self, DeviceWindows, HostEvent, HostEventKind, HostWindows, IdleCause, IdleSeries, Timeline,
     UnifiedMemoryWindows,
 };
 use gpuspy_format::{HostKind, SyncCause};
@@ -494,26 +494,15 @@ fn scale(value: u64, num: u64, den: u64) -> u64 {
 fn syncs_spread(t: &Timeline, n: usize) -> Vec<u64> {
     let mut spread = vec![0; n];
     let width = t.window_ns.max(1);
+    let table_end = t.start_unix_ns + n as u64 * width;
     let mut syncs: Vec<&HostEvent> = (t.longest_blocking.iter().chain(&t.recent_blocking))
         .filter(|e| e.kind == HostEventKind::Sync(SyncCause::Explicit))
         .collect();
     syncs.sort_unstable_by_key(|e| (e.start_unix_ns, e.end_unix_ns));
     syncs.dedup_by_key(|e| (e.start_unix_ns, e.end_unix_ns));
     for e in syncs {
-        let from = e.start_unix_ns.max(t.start_unix_ns) - t.start_unix_ns;
-        let to = e.end_unix_ns.max(t.start_unix_ns) - t.start_unix_ns;
-        let last = usize::try_from(to.div_ceil(width))
-            .unwrap_or(usize::MAX)
-            .min(n);
-        for (i, ns) in spread
-            .iter_mut()
-            .enumerate()
-            .take(last)
-            .skip((from / width) as usize)
-        {
-            let (a, b) = (i as u64 * width, (i as u64 + 1) * width);
-            *ns += to.min(b).saturating_sub(from.max(a));
-        }
+        let end = e.end_unix_ns.min(table_end);
+        timeline::spread(&mut spread, t.start_unix_ns, width, e.start_unix_ns, end);
     }
     spread
 }
@@ -982,6 +971,7 @@ fn steady_state(
                 .map(|s| s.cause)
         };
         let mut steady_ns = 0;
+        let mut steady_spans: Vec<(u64, u64)> = Vec::new();
         let mut ended = vec![0u64; step_ranges.len()];
         // Per steady window with device time: its `Host` idle, over the devices.
         let mut host_idle: Vec<u64> = Vec::new();
@@ -1040,17 +1030,18 @@ fn steady_state(
                 }
             }
             host_idle.extend(window_host);
-            // The devices CUPTI recorded, as the busy share pools them (NVML may also
-            // report GPUs that another process drives).
-            let recorded =
-                (process.gpu.iter().flat_map(|g| &g.devices)).filter(|d| d.activity.is_some());
-            for device in recorded {
-                let active = (device.telemetry.as_ref())
-                    .and_then(|t| t.series.mean_in(&t.series.sm_active_pct, start, end));
-                if let Some(pct) = active {
-                    sm_active_ns += (pct / 100.0 * len as f64) as u64;
-                    sm_ns += len;
-                }
+            steady_spans.push((start, end));
+        }
+        // The devices CUPTI recorded, as the busy share pools them (NVML may also report
+        // GPUs that another process drives).
+        let recorded =
+            (process.gpu.iter().flat_map(|g| &g.devices)).filter(|d| d.activity.is_some());
+        for device in recorded {
+            let active = (device.telemetry.as_ref())
+                .and_then(|t| t.series.mean_over(&t.series.sm_active_pct, &steady_spans));
+            if let Some(pct) = active {
+                sm_active_ns += (pct / 100.0 * steady_ns as f64) as u64;
+                sm_ns += steady_ns;
             }
         }
         host_stall += stall(&host_idle);

@@ -268,6 +268,19 @@ fn readings<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error
 }
 
 impl TelemetrySeries {
+    /// The mean of `column` over `spans`, each span's mean (`mean_in`) weighted by its
+    /// length; spans without a reading do not count. None when none has one.
+    pub fn mean_over(&self, column: &[f32], spans: &[(u64, u64)]) -> Option<f64> {
+        let (sum, weight) = spans
+            .iter()
+            .filter_map(|&(from, to)| {
+                let ns = to.saturating_sub(from) as f64;
+                Some((self.mean_in(column, from, to)? * ns, ns))
+            })
+            .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+        (weight > 0.0).then(|| sum / weight)
+    }
+
     /// The mean of `column` (one of this series' columns) over `[from, to)` (Unix ns):
     /// slots the range only partly covers weigh in proportion to the part covered, slots
     /// without a reading (`NO_READING`) not at all. None when no slot with a reading is
