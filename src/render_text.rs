@@ -598,6 +598,14 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
             a.late_records, a.untimed_records
         );
     }
+    if a.lost_tails > 0 {
+        let _ = writeln!(
+            out,
+            "      {} recording periods lost the records of queued kernels: their last {} left unobserved",
+            a.lost_tails,
+            duration(a.lost_tail_ns)
+        );
+    }
     if !a.top_kernels.is_empty() {
         let _ = writeln!(
             out,

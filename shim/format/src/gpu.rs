@@ -345,6 +345,14 @@ pub struct Activity {
     /// with settled time is not counted (see docs/dump-format.md).
     pub late_records: u64,
     pub late_ns: u64,
+    /// Recording periods closed with fewer kernel records than the host launched in them
+    /// (CUPTI discards the records of kernels still queued when its kinds go off), and the
+    /// time from each one's last record to its close, left unobserved. Absent (0) in dumps
+    /// before 2026-12-01's session 17, whose such tails count as idle.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub lost_tails: u64,
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub lost_tail_ns: u64,
     /// Kernel records without timestamps (CUPTI ran out of timing memory).
     pub untimed_records: u64,
     /// NCCL kernels per collective, complete (not limited to the top kernels).

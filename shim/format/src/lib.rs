@@ -158,8 +158,8 @@ pub struct Process {
     pub image: u32,
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// How a process image ended, where it did not simply exit.
