@@ -3,7 +3,6 @@
 //! script `html/view.js` (hand-written SVG, no library, no network); this file only picks
 //! what the page shows and escapes it. docs/views.md says what each chart reads.
 
-use crate::analyse::BusyBase;
 use crate::cmd_diff::DiffReport;
 use crate::diagnose::{Finding, LayerStatus};
 use crate::report::{ActivityFigures, ApiRow, CopyRow, ProcessRow, RankVerdicts, Report, SyncRow};
@@ -31,10 +30,7 @@ struct ReportPage<'r> {
     driver_ns: u64,
     driver_share: Option<f64>,
     verdict: Option<&'static str>,
-    gpu_bound: bool,
-    gpu_busy_share: Option<f64>,
-    gpu_busy_of: Option<&'static str>,
-    unexplained_idle: Option<f64>,
+    verdict_text: Option<&'r str>,
     findings: &'r [Finding],
     layers: &'r [LayerStatus],
     apis: Vec<ApiRow<'r>>,
@@ -149,10 +145,7 @@ pub fn write_report(r: &Report, out: impl Write) -> anyhow::Result<()> {
         driver_ns: r.driver_ns,
         driver_share: r.driver_share,
         verdict: r.verdict,
-        gpu_bound: r.gpu_bound,
-        gpu_busy_share: r.gpu_busy_share,
-        gpu_busy_of: r.gpu_busy_of.map(BusyBase::describe),
-        unexplained_idle: r.unexplained_idle,
+        verdict_text: r.verdict_text.as_deref(),
         findings: &r.findings,
         layers: &r.layers,
         apis: r.apis.rows().take(API_HISTOGRAMS).collect(),

@@ -2,7 +2,6 @@
 //! figure shown is in the report (and so in `--json`), this file only chooses units and
 //! layout (`numbers` below checks that).
 
-use crate::analyse::BusyBase;
 use crate::diagnose::{Finding, Severity};
 use crate::gpm::GpuUse;
 use crate::phases::StepSource;
@@ -46,7 +45,7 @@ pub fn bytes(n: u64) -> String {
 /// A share as `12.3 %` (a space before the sign, as everywhere in gpuspy's output), or `-`
 /// where its whole was 0. The text around it names the whole: "of wall", a column headed
 /// "of ...", or a table's title (`style` below checks that).
-fn percent(share: Option<f64>) -> String {
+pub fn percent(share: Option<f64>) -> String {
     share.map_or_else(|| "-".into(), |s| format!("{:.1} %", s * 100.0))
 }
 
@@ -154,28 +153,9 @@ fn diagnosis(out: &mut String, r: &Report) {
             call_sites(out, f, "  ");
         }
         None => {
-            let of = r.gpu_busy_of.map_or("", BusyBase::describe);
-            let _ = match r.gpu_busy_share {
-                _ if r.unexplained_idle.is_some() => writeln!(
-                    out,
-                    "\nVerdict: GPU idle {} of the steady state; cause not identified.",
-                    percent(r.unexplained_idle)
-                ),
-                Some(busy) if r.gpu_bound => writeln!(
-                    out,
-                    "\nVerdict: GPU-bound. Kernels ran {:.1} % of {of} and nothing blocks: only faster (or fewer) kernels make this run faster.",
-                    busy * 100.0
-                ),
-                Some(busy) => writeln!(
-                    out,
-                    "\nVerdict: no blocking problem found. Kernels ran {:.1} % of {of}.",
-                    busy * 100.0
-                ),
-                None => writeln!(
-                    out,
-                    "\nVerdict: no blocking problem in the host-side data. The dumps have no GPU busy time (see the GPU section), so a GPU-bound run cannot be confirmed."
-                ),
-            };
+            if let Some(text) = &r.verdict_text {
+                let _ = writeln!(out, "\nVerdict: {text}");
+            }
             if let Some(u) = &r.gpu_use {
                 gpu_use(out, u);
             }
@@ -598,10 +578,10 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
             a.late_records, a.untimed_records
         );
     }
-    if a.lost_tails > 0 {
+    if a.lost_tail_ns > 0 {
         let _ = writeln!(
             out,
-            "      {} recording periods lost the records of queued kernels: their last {} left unobserved",
+            "      {} recording period(s) lost the records of queued kernels: their last {} left unobserved",
             a.lost_tails,
             duration(a.lost_tail_ns)
         );

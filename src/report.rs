@@ -4,12 +4,13 @@
 //! A renderer reads only this type: a figure it needs and cannot find here belongs here,
 //! computed in `Report::new`, not in the renderer.
 
-use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, BusyBase, Imbalance};
+use crate::analyse::{rank_imbalance, rank_verdicts, Analysed, BusyBase, Imbalance, Job};
 use crate::collectives::{collectives, link_peak};
 use crate::diagnose::{Finding, LayerStatus};
 use crate::gpm::{GpmShares, GpuUse};
 use crate::phases::{IdleKind, Phase, PhaseKind, RecordsMissing, Startup, SteadyState, Step};
 use crate::profile::{Api, Latency, ProcessInfo};
+use crate::render_text::percent;
 use crate::runs::{runs, Run};
 use crate::timelines::{timelines, Timelines};
 use gpuspy_format::gpu::{Device, Gpu};
@@ -38,6 +39,9 @@ pub struct Report<'a> {
     pub steady_state: Option<SteadyRow>,
     /// The steady state's GPU idle share where it is large and no warning explains it.
     pub unexplained_idle: Option<f64>,
+    /// The verdict's sentence where no warning gives one (`calm_verdict`), without the
+    /// "Verdict: " prefix: the text report and the page show this one wording.
+    pub verdict_text: Option<String>,
     pub processes: Vec<ProcessRow>,
     pub gpu: Vec<GpuRow<'a>>,
     /// The job's span: earliest start to latest dump.
@@ -521,6 +525,8 @@ impl<'a> Report<'a> {
             .unwrap_or(0);
         let axis = a.job.time_axis.as_ref();
         let process_axis = |i: usize| axis.and_then(|x| x.processes.get(i)?.as_ref());
+        let steady_state = axis.and_then(|x| x.steady.as_ref()).map(steady_row);
+        let verdict_text = calm_verdict(&a.job, steady_state.as_ref());
         Report {
             schema_version: SCHEMA_VERSION,
             runs: runs(p),
@@ -535,8 +541,9 @@ impl<'a> Report<'a> {
                     .max_by_key(|st| st.ns)
                     .cloned()
             }),
-            steady_state: axis.and_then(|x| x.steady.as_ref()).map(steady_row),
+            steady_state,
             unexplained_idle: a.job.unexplained_idle,
+            verdict_text,
             processes: p
                 .processes
                 .iter()
@@ -676,6 +683,43 @@ impl<'a> Report<'a> {
     }
 }
 
+/// The verdict where no warning gives one; None where one does.
+fn calm_verdict(job: &Job, steady: Option<&SteadyRow>) -> Option<String> {
+    if job.diagnosis.verdict().is_some() {
+        return None;
+    }
+    let of = job.gpu_busy_of.map_or("", BusyBase::describe);
+    Some(match (job.unexplained_idle, job.gpu_busy_share) {
+        (Some(idle), _) => idle_verdict(idle, steady.map_or(&[], |s| &s.idle)),
+        (None, Some(busy)) if job.gpu_bound => format!(
+            "GPU-bound. Kernels ran {} of {of} and nothing blocks: only faster (or fewer) kernels make this run faster.",
+            percent(Some(busy))
+        ),
+        (None, Some(busy)) => format!(
+            "no blocking problem found. Kernels ran {} of {of}.",
+            percent(Some(busy))
+        ),
+        (None, None) => "no blocking problem in the host-side data. The dumps have no GPU busy time (see the GPU section), so a GPU-bound run cannot be confirmed.".into(),
+    })
+}
+
+/// A large idle share no warning explains. Where the timelines attributed some of it, its
+/// causes are listed: calling it "not identified" would contradict the steady-state line.
+fn idle_verdict(idle: f64, causes: &[IdleRow]) -> String {
+    let idle = percent(Some(idle));
+    if causes.iter().all(|c| c.cause == IdleKind::Unknown) {
+        return format!("GPU idle {idle} of the steady state; cause not identified.");
+    }
+    let causes: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{} {}", c.cause.describe(), percent(Some(c.share))))
+        .collect();
+    format!(
+        "GPU idle {idle} of the steady state; no rule explains it ({} of it).",
+        causes.join(", ")
+    )
+}
+
 fn process_row(pr: &ProcessInfo, verdict: Option<&'static str>) -> ProcessRow {
     let nccl_kernel_ns = pr.nccl_kernel_ns();
     ProcessRow {
@@ -793,5 +837,32 @@ mod tests {
         );
         assert_eq!(row.gpu_idle_share, Some(0.5));
         assert_eq!(row.idle[0].share, 0.5);
+    }
+
+    #[test]
+    fn an_unexplained_idle_verdict_lists_the_known_causes_else_says_not_identified() {
+        let row = |cause, share| IdleRow {
+            cause,
+            rule: cause.rule(),
+            ns: 0,
+            share,
+        };
+        let known = [
+            row(IdleKind::Launch, 0.197),
+            row(IdleKind::PageableCopy, 0.049),
+            row(IdleKind::Host, 0.026),
+            row(IdleKind::Unknown, 0.001),
+        ];
+        assert_eq!(
+            idle_verdict(0.273, &known),
+            "GPU idle 27.3 % of the steady state; no rule explains it (launching 19.7 %, pageable copies 4.9 %, host work 2.6 %, unknown 0.1 % of it)."
+        );
+        let unknown = [row(IdleKind::Unknown, 0.45)];
+        for causes in [&unknown[..], &[]] {
+            assert_eq!(
+                idle_verdict(0.45, causes),
+                "GPU idle 45.0 % of the steady state; cause not identified."
+            );
+        }
     }
 }

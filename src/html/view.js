@@ -296,16 +296,7 @@
         h("div", {}, h("span", { class: "id" }, "Verdict: " + f.id), ` (${f.layer} layer${f.heuristic ? ", heuristic" : ""}): ${f.summary}`),
         h("div", { class: "fix" }, `Estimated time lost: ${(f.impact * 100).toFixed(0)} %. Fix: `, h("code", {}, f.fix)));
     }
-    const busy = r.gpu_busy_share;
-    const of = r.gpu_busy_of;
-    const text = r.unexplained_idle != null
-      ? `Verdict: GPU idle ${pct(r.unexplained_idle)} of the steady state; cause not identified.`
-      : busy == null
-      ? "Verdict: no blocking problem in the host-side data. The dumps have no GPU busy time, so a GPU-bound run cannot be confirmed."
-      : r.gpu_bound
-        ? `Verdict: GPU-bound. Kernels ran ${pct(busy)} of ${of} and nothing blocks: only faster (or fewer) kernels make this run faster.`
-        : `Verdict: no blocking problem found. Kernels ran ${pct(busy)} of ${of}.`;
-    return h("div", { class: "verdict calm", id: "verdict" }, text);
+    return h("div", { class: "verdict calm", id: "verdict" }, "Verdict: " + r.verdict_text);
   }
 
   function layers(r) {
