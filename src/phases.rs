@@ -268,11 +268,14 @@ pub struct SteadyState {
     pub records_missing: Option<RecordsMissing>,
 }
 
-/// CUPTI's busy share of the steady state against GPM's SM activity over the same windows.
+/// CUPTI's busy share of the steady state, and the evidence that records are missing: GPM's
+/// SM activity over the same windows (`SM_ACTIVE_OVER_BUSY`), or the fewest kernel records
+/// per host launch of a process (`KERNELS_PER_LAUNCH_MIN`); null where it gave none.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RecordsMissing {
     pub busy_share: f64,
-    pub sm_active_share: f64,
+    pub sm_active_share: Option<f64>,
+    pub kernels_per_launch: Option<f64>,
 }
 
 impl SteadyState {
@@ -326,6 +329,34 @@ pub const LATE_RECORDS_SHARE: f64 = 0.10;
 /// far ahead. Three of those `healthy-pauses` runs read "GPU idle 64-87 % of the steady
 /// state; cause not identified" at 79-85 % SM activity.
 pub const SM_ACTIVE_OVER_BUSY: f64 = 0.45;
+
+/// Kernel records per host launch (the sampled counts are extrapolated by launches, so
+/// about 1 where every record came) under which a process's records are missing. Over the
+/// 555 sampled H200 runs of rounds 1-20 with 1,000 launches or more, most read 0.77-1.0,
+/// runs that lost their periods' tails to a deep queue 0.27-0.62, and 14 runs 0.016-0.10:
+/// mostly CUPTI attached and switched on and off 50-160 times, sending a few records per
+/// period after its first (round 18's `sync-stalled` long: 2,098 kernels for 60,002
+/// launches, its GPU side 64 % idle at 72 % SM activity; docs/diagnosis.md).
+pub const KERNELS_PER_LAUNCH_MIN: f64 = 0.15;
+/// Launches below which a process's records per launch say nothing (a few slots' worth).
+const KERNELS_PER_LAUNCH_FROM: u64 = 1_000;
+
+/// `process`'s kernel records per launch, where CUPTI recorded activity, the process
+/// launched enough to tell, and it replayed no CUDA graph (whose kernels have no launch of
+/// their own).
+fn kernels_per_launch(process: &crate::profile::ProcessInfo) -> Option<f64> {
+    let t = process.timeline.as_deref()?;
+    let graphs: u64 = t.host.graph_launches.iter().sum();
+    let activities: Vec<_> = process
+        .gpu
+        .iter()
+        .flat_map(|g| &g.devices)
+        .filter_map(|d| d.activity.as_ref())
+        .collect();
+    let kernels: u64 = activities.iter().map(|a| a.kernels).sum();
+    (!activities.is_empty() && graphs == 0 && process.launches >= KERNELS_PER_LAUNCH_FROM)
+        .then(|| crate::diagnose::share(kernels, process.launches))
+}
 
 /// The largest share of a device's recorded kernel time, among `process`'s devices, whose
 /// records came late.
@@ -926,6 +957,8 @@ fn steady_state(
     // The spacing of each process's sampled blocking syncs, pooled: syncs of several ranks
     // merged into one sequence would be spaced by a fraction of a step.
     let mut sync_spacing: Vec<u64> = Vec::new();
+    // The fewest kernel records per launch of a process, under `KERNELS_PER_LAUNCH_MIN`.
+    let mut fewest_kernels_per_launch: Option<f64> = None;
     // Per step-like range name: the steps that ended in the steady state, and its time in
     // the processes that ran them.
     let mut nvtx: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -939,6 +972,9 @@ fn steady_state(
         let late = late_share(process);
         if late >= LATE_RECORDS_SHARE {
             s.records_late = Some(s.records_late.unwrap_or(0.0).max(late));
+        }
+        if let Some(ratio) = kernels_per_launch(process).filter(|&r| r < KERNELS_PER_LAUNCH_MIN) {
+            fewest_kernels_per_launch = Some(fewest_kernels_per_launch.unwrap_or(1.0).min(ratio));
         }
         let w = Windows::new(t, process.stop_unix_ns);
         let inside = |at: u64| clip.is_none_or(|c| c.iter().any(|&(a, b)| (a..b).contains(&at)));
@@ -1085,13 +1121,16 @@ fn steady_state(
     // that happens to return there would claim all of it. Judge from the host side then,
     // and where records came late, whose time the windows count idle.
     let gpu = gpu.map(|g| g.scaled(accounted_total));
-    if let (Some(g), true) = (&gpu, sm_ns > 0) {
+    if let Some(g) = &gpu {
         let busy_share = crate::diagnose::share(g.busy_ns, g.ns);
-        let sm_active_share = crate::diagnose::share(sm_active_ns, sm_ns);
-        if sm_active_share - busy_share >= SM_ACTIVE_OVER_BUSY {
+        let sm_active_share = (sm_ns > 0)
+            .then(|| crate::diagnose::share(sm_active_ns, sm_ns))
+            .filter(|&sm| sm - busy_share >= SM_ACTIVE_OVER_BUSY);
+        if sm_active_share.is_some() || fewest_kernels_per_launch.is_some() {
             s.records_missing = Some(RecordsMissing {
                 busy_share,
                 sm_active_share,
+                kernels_per_launch: fewest_kernels_per_launch,
             });
         }
     }

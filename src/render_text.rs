@@ -294,11 +294,24 @@ fn phases(out: &mut String, r: &Report) {
         );
     }
     if let Some(m) = s.gpu_records_missing {
+        let evidence: Vec<String> = [
+            m.sm_active_share
+                .map(|sm| format!("GPM saw the SMs active {} of it", percent(Some(sm)))),
+            m.kernels_per_launch.map(|k| {
+                format!(
+                    "kernel records came for {} of a process's launches",
+                    percent(Some(k))
+                )
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let _ = write!(
             line,
-            "; CUPTI's records kept a kernel running {} of it, while GPM saw the SMs active {} of it: records of queued kernels are missing, and the verdict takes NVML's utilisation",
+            "; CUPTI's records kept a kernel running {} of it, while {}: records of kernels that ran are missing, and the verdict takes NVML's utilisation",
             percent(Some(m.busy_share)),
-            percent(Some(m.sm_active_share))
+            evidence.join(" and ")
         );
     }
     if let Some(step) = &s.step {

@@ -271,7 +271,7 @@ fn a_loop_whose_queued_kernels_lost_their_records_is_judged_by_nvml() {
     assert_eq!(s["gpu_records_late"], Value::Null);
     assert_eq!(
         s["gpu_records_missing"],
-        serde_json::json!({"busy_share": 0.099, "sm_active_share": 0.788})
+        serde_json::json!({"busy_share": 0.099, "sm_active_share": 0.788, "kernels_per_launch": 0.062})
     );
     assert!(r["unexplained_idle"].is_null(), "{r}");
     assert_eq!(r["verdict"], Value::Null);
@@ -285,6 +285,27 @@ fn a_loop_whose_queued_kernels_lost_their_records_is_judged_by_nvml() {
     );
     assert!(
         text.contains("CUPTI's records kept a kernel running 9.9 % of it, while GPM saw the SMs active 78.8 % of it"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_loop_whose_records_stopped_coming_is_judged_by_nvml_and_keeps_its_finding() {
+    // bench/results/gpu-2026-12-01-session17-phases-18, long sync-stalled: CUPTI, attached
+    // and switched on and off 52 times, sent a few records per period after its first:
+    // 2,098 kernels (extrapolated) for 60,002 launches. The steady state read 64 % idle, half
+    // of it "host work", at 72 % SM activity: GPM 0.37 above CUPTI, under its own bar.
+    let r = report_json(&[&data("h200-sync-records-missing.json")]);
+    assert_eq!(
+        r["steady_state"]["gpu_records_missing"],
+        serde_json::json!({"busy_share": 0.352, "sm_active_share": null, "kernels_per_launch": 0.035})
+    );
+    // The rules judge the causes' shares, which held: the finding stays.
+    assert_eq!(r["verdict"], "sync-stalled");
+    assert_eq!(r["gpu_busy_of"], "steady-state-by-nvml");
+    let text = report_text(&data("h200-sync-records-missing.json"));
+    assert!(
+        text.contains("CUPTI's records kept a kernel running 35.2 % of it, while kernel records came for 3.5 % of a process's launches: records of kernels that ran are missing"),
         "{text}"
     );
 }

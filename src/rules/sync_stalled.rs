@@ -87,7 +87,7 @@ events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
                 self,
                 impact,
                 format!(
-                    "the host waited for the GPU {calls} times ({per_s:.0}/s), {:.1} % of the steady-state time; overlapping host and GPU would save at most {:.1} %",
+                    "the host waited for the GPU {calls} times ({per_s:.0}/s), {:.1} % of the steady-state time; overlapping host and GPU would save at most {:.1} % of it",
                     blocked_share * 100.0,
                     impact * 100.0
                 ),
@@ -129,16 +129,16 @@ impl SyncStalled {
                     return Outcome::Clear;
                 }
                 let mut summary = format!(
-                    "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; after each wait the GPU sat idle while the host worked, {:.1} % of the steady state, and removing the syncs would save {:.1} % (the host's work then overlaps the GPU's)",
+                    "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; after each wait the GPU sat idle while the host worked, {:.1} % of the steady state, and removing the syncs would save {:.1} % of it (the host's work then overlaps the GPU's)",
                     blocked_share * 100.0,
                     idle * 100.0,
                     saved * 100.0
                 );
                 if slower > 0.0 {
                     summary.push_str(&format!(
-                        "; the GPU draws its power limit, so busier it runs at lower clocks, which takes back {:.1} % of the {:.1} % overlap gives",
-                        slower * 100.0,
-                        overlap * 100.0
+                        "; the GPU draws its power limit, so busier it runs at lower clocks: of the {:.1} % of it the overlap gives, slower kernels take {:.1} % of it back",
+                        overlap * 100.0,
+                        slower * 100.0
                     ));
                 }
                 (saved, summary, slower)
@@ -149,7 +149,7 @@ impl SyncStalled {
                 }
                 let bound = share(blocked.min(s.ns.saturating_sub(blocked)), s.ns);
                 let summary = format!(
-                    "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; overlapping host and GPU would save at most {:.1} %",
+                    "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; overlapping host and GPU would save at most {:.1} % of it",
                     blocked_share * 100.0,
                     bound * 100.0
                 );
