@@ -10,8 +10,15 @@
   um      unified-memory counters configured at start but enabled only after managed
           memory exists (late), then disabled and enabled again around managed loops:
           the records seen in each phase, and how long each disable takes.
+  stuck   the shim's attached duty cycle (kinds on 20 ms in every 80 ms, FlushAll(0)
+          before and after each switch-off, buffers read as they complete) from a second
+          thread, around a loop that syncs every step (examples/staged.py's sync-stalled)
+          for SECONDS: per second, the steps made while on and the kernel records read.
+          Where no record comes for 2 s of steps made while on, CUPTI is detached
+          (cuptiFinalize after a forced flush) and attached again, as the shim's detach
+          and attach do: whether records come again.
 
-Usage: python3 cupti-toggle.py toggle|race|um"""
+Usage: python3 cupti-toggle.py toggle|race|um|stuck [SECONDS]"""
 import ctypes
 import os
 import statistics
@@ -179,3 +186,68 @@ elif mode == "um":
         call("cuptiActivityEnable", UM)
         print(f"um: re-enable took {(time.perf_counter_ns() - t0) / 1e6:.2f} ms")
     print(f"result {float(h[:1024].sum()):.1f}")
+elif mode == "stuck":
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    steps = [0]
+    stop = threading.Event()
+
+    def read_completed():
+        kernels = 0
+        rec = ctypes.c_void_p()
+        with lock:
+            got = filled[:]
+            filled.clear()
+        for buf, valid in got:
+            rec.value = None
+            while cupti.cuptiActivityGetNextRecord(ctypes.c_void_p(buf), ctypes.c_size_t(valid),
+                                                   ctypes.byref(rec)) == 0:
+                kernels += ctypes.c_uint32.from_address(rec.value).value == KERNEL
+            with lock:
+                free.append(buf)
+        return kernels
+
+    def cycle():
+        second, on_steps, records, quiet, resets, since_reset = 0, 0, 0, 0, 0, None
+        t0 = time.perf_counter()
+        while not stop.is_set():
+            switch(True)
+            s0 = steps[0]
+            time.sleep(0.020)
+            call("cuptiActivityFlushAll", 0)
+            switch(False)
+            on_steps += steps[0] - s0
+            call("cuptiActivityFlushAll", 0)
+            records += read_completed()
+            time.sleep(0.060)
+            if time.perf_counter() - t0 >= second + 1:
+                second += 1
+                quiet = quiet + 1 if records == 0 and on_steps > 20 else 0
+                note = ""
+                if since_reset is not None:
+                    since_reset += 1
+                    note = f" ({since_reset} s after reset {resets})"
+                print(f"stuck: second {second}: {on_steps} steps while on, {records} kernel records{note}", flush=True)
+                if quiet >= 2:
+                    call("cuptiActivityFlushAll", 1)
+                    read_completed()
+                    t1 = time.perf_counter_ns()
+                    call("cuptiFinalize")
+                    call("cuptiActivityRegisterCallbacks", on_request, on_done)
+                    resets += 1
+                    since_reset, quiet = 0, 0
+                    print(f"stuck: no record for 2 s: detached and attached again in {(time.perf_counter_ns() - t1) / 1e6:.1f} ms (reset {resets})", flush=True)
+                on_steps, records = 0, 0
+        print(f"stuck: {second} s, {resets} resets", flush=True)
+
+    t = threading.Thread(target=cycle)
+    t.start()
+    total, t0 = 0.0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        total += (a @ b).float().abs().mean().item()
+        steps[0] += 1
+    stop.set()
+    t.join()
+    print(f"stuck: {steps[0]} steps, metric {total:.1f}")
