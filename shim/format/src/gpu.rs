@@ -346,9 +346,10 @@ pub struct Activity {
     pub late_records: u64,
     pub late_ns: u64,
     /// Recording periods closed with fewer kernel records than the host launched in them
-    /// (CUPTI discards the records of kernels still queued when its kinds go off), and the
-    /// time from each one's last record to its close, left unobserved. Absent (0) in dumps
-    /// before 2026-12-01's session 17, whose such tails count as idle.
+    /// (CUPTI discards the records of kernels still queued when its kinds go off), and their
+    /// time left unobserved: from each one's last record to its close, and the gap before a
+    /// copy or memset that ran behind the lost kernels. Absent (0) in dumps before
+    /// 2026-12-01's session 17, whose such time counts as idle.
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub lost_tails: u64,
     #[serde(default, skip_serializing_if = "crate::is_zero")]

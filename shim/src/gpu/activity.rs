@@ -1180,7 +1180,7 @@ impl DeviceAgg {
             first: first_period,
         };
         self.sweep_fold(origin, &mut view, horizon, events);
-        self.advance(origin, &view, horizon.min(now), false, events);
+        self.advance(origin, &view, horizon.min(now), None, events);
     }
 
     /// A device's first settle: its sweep starts in the oldest period still kept.
@@ -1225,7 +1225,7 @@ impl DeviceAgg {
                         continue;
                     }
                 }
-                self.advance(origin, periods, i.start, true, events);
+                self.advance(origin, periods, i.start, Some(i.kernel), events);
                 self.sweep_record(periods, i);
             }
             if i.kernel {
@@ -1243,15 +1243,24 @@ impl DeviceAgg {
     /// the frontier (`advance` has committed up to its start, or to the period's end).
     fn sweep_record(&mut self, periods: &Periods<'_>, i: Interval) {
         let s = &mut self.sweep;
-        let closed_before = periods
-            .get(s.period)
-            .is_some_and(|p| p.off != u64::MAX && i.start > p.off.max(s.run_end));
+        let period = periods.get(s.period);
+        let closed_before =
+            period.is_some_and(|p| p.off != u64::MAX && i.start > p.off.max(s.run_end));
+        // A copy or memset after a gap in a period that lost kernel records ran behind the
+        // lost kernels (one stream runs in order): the gap is theirs, not idle. torch.compile's
+        // short loop ended in a period whose 555 launches left no record and one memset 13 ms
+        // later, and the 13 ms read as host-side idle (gpu-2026-12-01-session17-phases-20).
+        let after_lost =
+            !i.kernel && i.start > s.run_end && period.is_some_and(|p| p.lost_records());
+        if after_lost {
+            self.lost_tail_ns += i.start - s.frontier.max(s.run_end).min(i.start);
+        }
         if s.observed_from.is_none() {
             let from = i.start.max(s.frontier);
             s.observed_from = Some(from);
             s.frontier = from;
             s.first_observed.get_or_insert(from);
-        } else if closed_before {
+        } else if closed_before || after_lost {
             // After its close a period observed only the time its own records ran:
             // launches made since may have run before this one, unrecorded.
             s.frontier = i.start;
@@ -1278,15 +1287,17 @@ impl DeviceAgg {
     }
 
     /// Commits observed and idle time up to `to`, closing the periods `to` has passed.
-    /// `at_record`: `to` is the start of a record, which ends the idle gap there.
+    /// `record`: `to` is the start of a record (whether a kernel's), which ends the idle gap
+    /// there.
     fn advance(
         &mut self,
         origin: u64,
         periods: &Periods<'_>,
         to: u64,
-        at_record: bool,
+        record: Option<bool>,
         events: HostEvents<'_>,
     ) {
+        let at_record = record.is_some();
         loop {
             let Some(period) = periods.get(self.sweep.period) else {
                 return;
@@ -1319,9 +1330,9 @@ impl DeviceAgg {
                     };
                 }
                 _ => {
-                    // A record of a period that lost its tail's records: the time before
-                    // it (as far as the close) was observed.
-                    let observed_to = if at_record && period.lost_records() {
+                    // A kernel record of a period that lost its tail's records: the time
+                    // before it (as far as the close) was observed.
+                    let observed_to = if record == Some(true) && period.lost_records() {
                         observed_to.max(to.min(period.off))
                     } else {
                         observed_to
@@ -1636,7 +1647,7 @@ mod tests {
         }
     }
 
-    fn copy(start: u64, end: u64) -> Record<'static> {
+    pub(super) fn copy(start: u64, end: u64) -> Record<'static> {
         Record::Copy {
             device: 0,
             kind: 1,
@@ -2451,7 +2462,7 @@ mod tests {
 mod accounting {
     //! Per window, observed time is busy plus transfer plus idle: nothing counted as
     //! observed is none of them.
-    use super::tests::{kernel, no_events, MS, T0, US};
+    use super::tests::{copy, kernel, no_events, MS, T0, US};
     use super::*;
 
     /// The device's windows: (observed, busy, idle of every cause), checked to add up
@@ -2575,6 +2586,28 @@ mod accounting {
             assert_eq!(busy, [9 * MS, 6 * MS, 0, 0, MS]);
             assert_eq!(idle, [MS, 4 * MS, 5 * MS, 0, 3 * MS]);
         }
+    }
+
+    #[test]
+    fn a_copy_behind_the_lost_kernels_of_a_period_does_not_make_their_time_idle() {
+        // 24 launches: kernels of 1 ms from 1 ms on, of which only the first 4 records come
+        // (to 5 ms), then a copy queued behind the other 20, run [25, 26), before the close
+        // at 30 ms. [5, 25) is the lost kernels' time, not idle: only the copy's own time is
+        // observed after 5 ms, and nothing after it.
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
+        for k in 1..5 {
+            agg.add(kernel(k * MS, (k + 1) * MS));
+        }
+        agg.add(copy(25 * MS, 26 * MS));
+        agg.period_off(T0 + 30 * MS, 24);
+        agg.settle(u64::MAX, T0 + 40 * MS, &mut no_events);
+        let (observed, busy, idle) = accounted(&agg);
+        assert_eq!(observed, [5 * MS, 0, MS]);
+        assert_eq!(busy, [4 * MS, 0, 0]);
+        assert_eq!(idle, [MS, 0, 0]);
+        let a = agg.devices(24, (0, 0)).remove(0).1;
+        // Unobserved: [5, 25) and [26, 30).
+        assert_eq!((a.lost_tails, a.lost_tail_ns), (1, 24 * MS));
     }
 
     #[test]
