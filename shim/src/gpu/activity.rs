@@ -22,9 +22,11 @@
 //! - to the period's close, or its last record's end if later (on one stream, everything
 //!   launched after the close runs after that);
 //! - to its last record's end only, when the period has fewer kernel records than the
-//!   host launched in it (`Period::lost_records`): CUPTI discards the records of kernels
-//!   still incomplete when the kinds are switched off, so a period closed over a deep
-//!   queue lost the records of kernels that ran in it, and its tail would read idle;
+//!   host launched in it and one device has records (`Periods::lost`): CUPTI discards the
+//!   records of kernels still incomplete when the kinds are switched off, so a period
+//!   closed over a deep queue lost the records of kernels that ran in it, and its tail
+//!   would read idle; a copy or memset after a gap in it ran behind those kernels, so the
+//!   gap is not observed either;
 //! - a period without records on the device observed it idle from opening to close.
 //!
 //! Several streams can blur the first two rules (work of an earlier launch on another
@@ -588,15 +590,14 @@ impl Aggregator {
                 events(a, b, out)
             }
         };
+        let single_device = self.devices.len() == 1;
         for d in self.devices.values_mut() {
-            d.settle(
-                origin,
-                &self.periods,
-                self.first_period,
-                horizon,
-                now,
-                &mut cached,
-            );
+            let periods = Periods {
+                list: &self.periods,
+                first: self.first_period,
+                single_device,
+            };
+            d.settle(origin, periods, horizon, now, &mut cached);
         }
         // Periods every device has swept past, and that can hold no more records (the
         // next one opened before the horizon), go.
@@ -704,12 +705,21 @@ impl Aggregator {
             .first_active
             .filter(|&(on, _)| first_launch > 0 && first_launch < on)
             .map_or(0, |(_, off)| off);
+        let periods = Periods {
+            list: &self.periods,
+            first: self.first_period,
+            single_device: self.devices.len() == 1,
+        };
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
             .map(|(&ordinal, d)| {
                 let sampling = self.sampled.then(|| d.sampled(kernel_factor));
                 let mut a = d.snapshot(self.since_unix_ns, sampling);
+                if let Some(ns) = d.pending_lost_tail(&periods) {
+                    a.lost_tails += 1;
+                    a.lost_tail_ns += ns;
+                }
                 if self.sampled && d.last >= last_opened {
                     a.last_unix_ns = a.last_unix_ns.max(last_launch);
                 }
@@ -1055,8 +1065,9 @@ struct Sweep {
     /// Observed time in all, and where the first period's observed part began.
     observed_ns: u64,
     first_observed: Option<u64>,
-    /// The period lost records and its unobserved tail is counted.
-    tail_counted: bool,
+    /// Where the unobserved tail of a period that lost records began, once the sweep
+    /// reached its close: records after the close move `run_end` past it.
+    lost_from: Option<u64>,
 }
 
 #[derive(Default)]
@@ -1082,7 +1093,8 @@ struct DeviceAgg {
     /// Intervals that came after the sweep had passed their start, and their time before it.
     late_records: u64,
     late_ns: u64,
-    /// Periods that lost records (`Period::lost_records`), and their tails left unobserved.
+    /// Periods that lost records (`Periods::lost`) that the sweep has left, and their time
+    /// left unobserved.
     lost_tails: u64,
     lost_tail_ns: u64,
     sweep: Sweep,
@@ -1166,19 +1178,14 @@ impl DeviceAgg {
     fn settle(
         &mut self,
         origin: u64,
-        periods: &VecDeque<Period>,
-        first_period: u64,
+        mut view: Periods<'_>,
         horizon: u64,
         now: u64,
         events: HostEvents<'_>,
     ) {
         if self.sweep.observed_from.is_none() && self.sweep.frontier == 0 {
-            self.start_sweep(periods, first_period);
+            self.start_sweep(view.list, view.first);
         }
-        let mut view = Periods {
-            list: periods,
-            first: first_period,
-        };
         self.sweep_fold(origin, &mut view, horizon, events);
         self.advance(origin, &view, horizon.min(now), None, events);
     }
@@ -1200,6 +1207,7 @@ impl DeviceAgg {
         let mut none = Periods {
             list: &empty,
             first: 0,
+            single_device: false,
         };
         self.sweep_fold(origin, &mut none, horizon, events);
     }
@@ -1250,8 +1258,9 @@ impl DeviceAgg {
         // lost kernels (one stream runs in order): the gap is theirs, not idle. torch.compile's
         // short loop ended in a period whose 555 launches left no record and one memset 13 ms
         // later, and the 13 ms read as host-side idle (gpu-2026-12-01-session17-phases-20).
-        let after_lost =
-            !i.kernel && i.start > s.run_end && period.is_some_and(|p| p.lost_records());
+        let after_lost = !i.kernel
+            && i.start > s.run_end
+            && period.is_some_and(|p| periods.lost(&p) && i.start <= p.off);
         if after_lost {
             self.lost_tail_ns += i.start - s.frontier.max(s.run_end).min(i.start);
         }
@@ -1303,9 +1312,10 @@ impl DeviceAgg {
                 return;
             };
             let next = periods.get(self.sweep.period + 1);
+            let lost = periods.lost(&period);
             let observed_to = if period.off == u64::MAX {
                 u64::MAX
-            } else if period.lost_records() {
+            } else if lost {
                 self.sweep.run_end
             } else {
                 period.off.max(self.sweep.run_end)
@@ -1319,7 +1329,10 @@ impl DeviceAgg {
                     }
                     self.commit(origin, observed_to, false, events);
                     self.close_gap(observed_to);
-                    self.count_lost_tail(&period, observed_to);
+                    if lost {
+                        self.lost_tails += 1;
+                        self.lost_tail_ns += self.lost_tail(&period, observed_to);
+                    }
                     // The last period's activity may reach into this one (a deep queue).
                     self.sweep = Sweep {
                         period: self.sweep.period + 1,
@@ -1330,10 +1343,10 @@ impl DeviceAgg {
                     };
                 }
                 _ => {
-                    // A kernel record of a period that lost its tail's records: the time
-                    // before it (as far as the close) was observed.
-                    let observed_to = if record == Some(true) && period.lost_records() {
-                        observed_to.max(to.min(period.off))
+                    // A kernel record before the close of a period that lost its tail's
+                    // records: the time before it was observed.
+                    let observed_to = if record == Some(true) && lost && to <= period.off {
+                        observed_to.max(to)
                     } else {
                         observed_to
                     };
@@ -1342,8 +1355,8 @@ impl DeviceAgg {
                         // Switched off, and past its last activity: its tail gap is over.
                         self.close_gap(observed_to);
                     }
-                    if to >= period.off {
-                        self.count_lost_tail(&period, observed_to);
+                    if lost && to >= period.off && self.sweep.lost_from.is_none() {
+                        self.sweep.lost_from = Some(self.tail_start(&period, observed_to));
                     }
                     return;
                 }
@@ -1351,14 +1364,24 @@ impl DeviceAgg {
         }
     }
 
-    /// Counts `period`'s tail once, if it lost records: from `observed_to` to its close.
-    fn count_lost_tail(&mut self, period: &Period, observed_to: u64) {
-        if period.lost_records() && !self.sweep.tail_counted {
-            self.sweep.tail_counted = true;
-            self.lost_tails += 1;
-            let from = observed_to.max(period.on).max(self.sweep.frontier);
-            self.lost_tail_ns += period.off.saturating_sub(from);
-        }
+    /// Where the unobserved tail of `period`, which lost records and was observed to
+    /// `observed_to`, begins.
+    fn tail_start(&self, period: &Period, observed_to: u64) -> u64 {
+        observed_to.max(period.on).max(self.sweep.frontier)
+    }
+
+    /// The unobserved tail of `period`: from where the sweep found it began, at its close.
+    fn lost_tail(&self, period: &Period, observed_to: u64) -> u64 {
+        let from = (self.sweep.lost_from).unwrap_or_else(|| self.tail_start(period, observed_to));
+        period.off.saturating_sub(from)
+    }
+
+    /// The tail of the period being swept, if it closed having lost records: counted when
+    /// the sweep leaves it, so a dump taken before (the last period at exit) adds it.
+    fn pending_lost_tail(&self, periods: &Periods<'_>) -> Option<u64> {
+        let period = periods.get(self.sweep.period)?;
+        (period.off != u64::MAX && periods.lost(&period))
+            .then(|| self.lost_tail(&period, self.sweep.run_end))
     }
 
     /// Observed time `[frontier, to)`, and its idle part after the last activity.
@@ -1570,12 +1593,21 @@ impl DeviceAgg {
 struct Periods<'a> {
     list: &'a VecDeque<Period>,
     first: u64,
+    /// One device has records: a period's launches and kernel records are its own. With
+    /// several, a device that ran its work to the end would lose its idle time to another's
+    /// lost records.
+    single_device: bool,
 }
 
 impl Periods<'_> {
     fn get(&self, number: u64) -> Option<Period> {
         let at = number.checked_sub(self.first)?;
         self.list.get(at as usize).copied()
+    }
+
+    /// Whether `p` lost kernel records, as far as the device swept can tell.
+    fn lost(&self, p: &Period) -> bool {
+        self.single_device && p.lost_records()
     }
 }
 
@@ -2608,6 +2640,53 @@ mod accounting {
         let a = agg.devices(24, (0, 0)).remove(0).1;
         // Unobserved: [5, 25) and [26, 30).
         assert_eq!((a.lost_tails, a.lost_tail_ns), (1, 24 * MS));
+    }
+
+    #[test]
+    fn a_record_after_the_close_of_a_period_that_lost_records_leaves_its_tail_unobserved() {
+        // The period of 24 launches above, closed at 30 ms, with a copy or a kernel of the
+        // next launches after the close: [5, 30) is counted once, and never idle.
+        for after in [copy(35 * MS, 36 * MS), kernel(35 * MS, 36 * MS)] {
+            let mut agg = Aggregator::new(T0, T0, 0, true, 0);
+            for k in 1..5 {
+                agg.add(kernel(k * MS, (k + 1) * MS));
+            }
+            agg.add(after);
+            agg.period_off(T0 + 30 * MS, 24);
+            agg.settle(u64::MAX, T0 + 40 * MS, &mut no_events);
+            let (observed, _, idle) = accounted(&agg);
+            assert_eq!(observed, [5 * MS, 0, 0, MS]);
+            assert_eq!(idle, [MS, 0, 0, 0]);
+            let a = agg.devices(24, (0, 0)).remove(0).1;
+            assert_eq!((a.lost_tails, a.lost_tail_ns), (1, 25 * MS));
+        }
+    }
+
+    #[test]
+    fn with_two_devices_a_period_short_of_records_is_observed_to_its_close() {
+        // Device 0 lost the records of 20 of its 24 launches; device 1 ran one kernel and
+        // idled to the close. Launches are the host's, not a device's: nothing is cut.
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
+        for k in 1..5 {
+            agg.add(kernel(k * MS, (k + 1) * MS));
+        }
+        agg.add(Record::Kernel {
+            device: 1,
+            start: T0 + MS,
+            end: T0 + 2 * MS,
+            name: None,
+            blocks: 1,
+        });
+        agg.period_off(T0 + 30 * MS, 25);
+        agg.settle(u64::MAX, T0 + 40 * MS, &mut no_events);
+        let w = agg.windows(T0, T0).devices;
+        for d in &w {
+            assert_eq!(d.observed_ns, [10 * MS, 10 * MS, 10 * MS], "{}", d.ordinal);
+        }
+        assert!(agg
+            .devices(25, (0, 0))
+            .iter()
+            .all(|(_, a)| a.lost_tails == 0));
     }
 
     #[test]
