@@ -347,24 +347,17 @@ const KERNELS_PER_LAUNCH_FROM: u64 = 1_000;
 fn kernels_per_launch(process: &crate::profile::ProcessInfo) -> Option<f64> {
     let t = process.timeline.as_deref()?;
     let graphs: u64 = t.host.graph_launches.iter().sum();
-    let activities: Vec<_> = process
-        .gpu
-        .iter()
-        .flat_map(|g| &g.devices)
-        .filter_map(|d| d.activity.as_ref())
-        .collect();
-    let kernels: u64 = activities.iter().map(|a| a.kernels).sum();
-    (!activities.is_empty() && graphs == 0 && process.launches >= KERNELS_PER_LAUNCH_FROM)
+    let recorded = process.activities().next().is_some();
+    let kernels: u64 = process.activities().map(|a| a.kernels).sum();
+    (recorded && graphs == 0 && process.launches >= KERNELS_PER_LAUNCH_FROM)
         .then(|| crate::diagnose::share(kernels, process.launches))
 }
 
 /// The largest share of a device's recorded kernel time, among `process`'s devices, whose
 /// records came late.
 fn late_share(process: &crate::profile::ProcessInfo) -> f64 {
-    let devices = process.gpu.iter().flat_map(|g| &g.devices);
-    let shares = devices
-        .filter_map(|d| d.activity.as_ref())
-        .map(|a| crate::diagnose::share(a.late_ns, a.busy_ns + a.late_ns));
+    let shares =
+        (process.activities()).map(|a| crate::diagnose::share(a.late_ns, a.busy_ns + a.late_ns));
     shares.fold(0.0, f64::max)
 }
 

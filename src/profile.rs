@@ -211,15 +211,14 @@ impl ProcessInfo {
         self.blocked_ns as f64 / self.steady_ns.max(1) as f64
     }
 
+    /// The CUPTI activity of each of this process's devices that has one.
+    pub fn activities(&self) -> impl Iterator<Item = &Activity> {
+        (self.gpu.iter().flat_map(|g| &g.devices)).filter_map(|d| d.activity.as_ref())
+    }
+
     /// GPU time of this process's NCCL kernels (CUPTI), None without CUPTI activity.
     pub fn nccl_kernel_ns(&self) -> Option<u64> {
-        let activities: Vec<&Activity> = self
-            .gpu
-            .as_deref()?
-            .devices
-            .iter()
-            .filter_map(|d| d.activity.as_ref())
-            .collect();
+        let activities: Vec<&Activity> = self.activities().collect();
         (!activities.is_empty()).then(|| {
             total(
                 activities

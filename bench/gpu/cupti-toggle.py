@@ -76,8 +76,13 @@ def switch(on):
 
 
 def drain():
-    """Records by kind (UM records by counter kind), from every completed buffer."""
+    """Records by kind (UM records by counter kind), from every buffer, forced complete."""
     call("cuptiActivityFlushAll", 1)
+    return read_completed()
+
+
+def read_completed():
+    """Records by kind (UM records by counter kind), from the buffers CUPTI completed."""
     counts = {}
     rec = ctypes.c_void_p()
     with lock:
@@ -194,21 +199,6 @@ elif mode == "stuck":
     steps = [0]
     stop = threading.Event()
 
-    def read_completed():
-        kernels = 0
-        rec = ctypes.c_void_p()
-        with lock:
-            got = filled[:]
-            filled.clear()
-        for buf, valid in got:
-            rec.value = None
-            while cupti.cuptiActivityGetNextRecord(ctypes.c_void_p(buf), ctypes.c_size_t(valid),
-                                                   ctypes.byref(rec)) == 0:
-                kernels += ctypes.c_uint32.from_address(rec.value).value == KERNEL
-            with lock:
-                free.append(buf)
-        return kernels
-
     def cycle():
         second, on_steps, records, quiet, resets, since_reset = 0, 0, 0, 0, 0, None
         t0 = time.perf_counter()
@@ -220,7 +210,7 @@ elif mode == "stuck":
             switch(False)
             on_steps += steps[0] - s0
             call("cuptiActivityFlushAll", 0)
-            records += read_completed()
+            records += read_completed().get(KERNEL, 0)
             time.sleep(0.060)
             if time.perf_counter() - t0 >= second + 1:
                 second += 1

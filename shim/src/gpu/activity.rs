@@ -590,14 +590,9 @@ impl Aggregator {
                 events(a, b, out)
             }
         };
-        let single_device = self.devices.len() == 1;
+        let periods = Periods::new(&self.periods, self.first_period, self.devices.len());
         for d in self.devices.values_mut() {
-            let periods = Periods {
-                list: &self.periods,
-                first: self.first_period,
-                single_device,
-            };
-            d.settle(origin, periods, horizon, now, &mut cached);
+            d.settle(origin, &periods, horizon, now, &mut cached);
         }
         // Periods every device has swept past, and that can hold no more records (the
         // next one opened before the horizon), go.
@@ -705,11 +700,7 @@ impl Aggregator {
             .first_active
             .filter(|&(on, _)| first_launch > 0 && first_launch < on)
             .map_or(0, |(_, off)| off);
-        let periods = Periods {
-            list: &self.periods,
-            first: self.first_period,
-            single_device: self.devices.len() == 1,
-        };
+        let periods = Periods::new(&self.periods, self.first_period, self.devices.len());
         self.devices
             .iter()
             .filter(|(_, d)| d.seen())
@@ -1178,16 +1169,16 @@ impl DeviceAgg {
     fn settle(
         &mut self,
         origin: u64,
-        mut view: Periods<'_>,
+        periods: &Periods<'_>,
         horizon: u64,
         now: u64,
         events: HostEvents<'_>,
     ) {
         if self.sweep.observed_from.is_none() && self.sweep.frontier == 0 {
-            self.start_sweep(view.list, view.first);
+            self.start_sweep(periods.list, periods.first);
         }
-        self.sweep_fold(origin, &mut view, horizon, events);
-        self.advance(origin, &view, horizon.min(now), None, events);
+        self.sweep_fold(origin, periods, horizon, events);
+        self.advance(origin, periods, horizon.min(now), None, events);
     }
 
     /// A device's first settle: its sweep starts in the oldest period still kept.
@@ -1204,18 +1195,13 @@ impl DeviceAgg {
     /// Folds pending intervals into the unions without sweeping periods (an overflow).
     fn fold(&mut self, origin: u64, horizon: u64, events: HostEvents<'_>) {
         let empty = VecDeque::new();
-        let mut none = Periods {
-            list: &empty,
-            first: 0,
-            single_device: false,
-        };
-        self.sweep_fold(origin, &mut none, horizon, events);
+        self.sweep_fold(origin, &Periods::new(&empty, 0, 0), horizon, events);
     }
 
     fn sweep_fold(
         &mut self,
         origin: u64,
-        periods: &mut Periods<'_>,
+        periods: &Periods<'_>,
         horizon: u64,
         events: HostEvents<'_>,
     ) {
@@ -1599,7 +1585,17 @@ struct Periods<'a> {
     single_device: bool,
 }
 
-impl Periods<'_> {
+impl<'a> Periods<'a> {
+    /// `list`, whose front is period number `first`, in a process whose records came from
+    /// `devices` devices.
+    fn new(list: &'a VecDeque<Period>, first: u64, devices: usize) -> Self {
+        Periods {
+            list,
+            first,
+            single_device: devices == 1,
+        }
+    }
+
     fn get(&self, number: u64) -> Option<Period> {
         let at = number.checked_sub(self.first)?;
         self.list.get(at as usize).copied()
