@@ -704,6 +704,46 @@ fn a_slot_is_judged_by_its_launches_when_its_records_come_late() {
 }
 
 #[test]
+fn kernel_records_that_stopped_coming_are_brought_back_by_attaching_cupti_anew() {
+    // The fake's kernel records stop at the first switch-off, as in about 1 in 10 H200 runs
+    // whose CUPTI stayed attached between slots; the stream (5,000 kernels a second, each
+    // burst synced) is cheaper to record attached. Its records were awaited all run, so
+    // CUPTI was never detached again, until the silent periods' kernels were seen to have
+    // run (a sync returned after them).
+    let run = run(
+        "cupti_stream",
+        &["20000", "stuck"],
+        &[("FAKECUPTI_KERNELS_STOP", "1")],
+    );
+    let note = gpu_section(&run)["cupti"]["note"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        note.contains("detached 1 times because kernel records had stopped coming"),
+        "{note}"
+    );
+    let dump = dump_of(&run);
+    let t = &dump["timeline"];
+    let width = t["window_ns"].as_u64().unwrap();
+    let launches = series(&t["host"]["launches"]);
+    let busy = series(&t["devices"][0]["busy_ns"]);
+    let launching: Vec<usize> = (0..launches.len()).filter(|&i| launches[i] > 0).collect();
+    // The state lasted until the records were given up (2.5 s) and their periods swept...
+    let silent = launching.iter().filter(|&&i| busy[i] == 0).count() as u64;
+    assert!(
+        silent * width >= 2_000_000_000,
+        "{silent} windows of {width} ns: {t}"
+    );
+    // ...and the run's last 500 ms, after the restart, have their kernels again.
+    let last = *launching.last().unwrap();
+    let after: u64 = busy[last.saturating_sub((300_000_000 / width) as usize)..=last]
+        .iter()
+        .sum();
+    assert!(after > 0, "{t}");
+}
+
+#[test]
 fn a_program_cheap_to_record_is_recorded_whole_without_a_switch() {
     // 1,000 kernels a second cost ~0.2 % recorded: every slot is within budget, and the
     // next follows with the kinds left on (they were switched off and on at each).

@@ -12,7 +12,11 @@
  * 10 ms (1,000 a second: cheap enough to be recorded whole); "late", each burst's records
  * come 300 ms after it (a deep queue's buffers complete late), if the kind is on then;
  * "setup", with "managed": 300 ms of host set-up faults (the host filling the memory, no
- * launch) before the stream, not counted in the faults printed. */
+ * launch) before the stream, not counted in the faults printed; "stuck", run under
+ * FAKECUPTI_KERNELS_STOP: the ten kernels come every 2 ms (5,000 a second, cheaper to record
+ * with CUPTI left attached between slots than detached), each burst followed by a 4-byte
+ * copy to the host and a sync, and the run ends 500 ms after CUPTI was attached anew (or at
+ * ARGV[1] ms). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +28,11 @@ extern unsigned long long fakecupti_now(void);
 extern void fakecupti_kernel(unsigned device, unsigned long long start, unsigned long long end,
                              int blocks, const char *name);
 extern void fakecupti_um(unsigned counter, unsigned long long value);
+extern void fakecupti_memcpy(unsigned char kind, unsigned char src, unsigned char dst,
+                             unsigned long long bytes, unsigned long long start,
+                             unsigned long long end, unsigned device);
 extern unsigned long long fakecupti_stray_calls(void);
+extern int fakecupti_found_finalized(void);
 extern int cuStreamBeginCapture_v2(void *stream, int mode);
 typedef struct { char internal[128]; } ncclUniqueId;
 extern int ncclCommInitRank(void **comm, int nranks, ncclUniqueId id, int rank);
@@ -39,7 +47,8 @@ static int has(int argc, char **argv, const char *option) {
 int main(int argc, char **argv) {
     unsigned long long run_ns = (argc > 1 ? atoll(argv[1]) : 1500) * 1000000ULL;
     int managed = has(argc, argv, "managed");
-    unsigned long long step_ns = has(argc, argv, "paced") ? 10000000 : 100000;
+    int stuck = has(argc, argv, "stuck");
+    unsigned long long step_ns = has(argc, argv, "paced") ? 10000000 : stuck ? 2000000 : 100000;
     /* With "late": the bursts whose records are still to come, oldest first. */
     enum { PENDING = 8192 };
     static unsigned long long pending[PENDING];
@@ -62,9 +71,12 @@ int main(int argc, char **argv) {
     if (has(argc, argv, "nccl") && ncclCommInitRank(&comm, 2, id, 0)) return 6;
     unsigned long long start = fakecupti_now(), next = start, next_fault = start;
     long kernels = 0, faults = 0;
+    unsigned long long attached_anew = 0;
     for (;;) {
         unsigned long long t = fakecupti_now();
         if (t - start >= run_ns) break;
+        if (stuck && !attached_anew && fakecupti_found_finalized()) attached_anew = t;
+        if (attached_anew && t - attached_anew >= 500000000) break;
         if (t >= next) {
             for (int k = 0; k < 10; k++) {
                 if (cuLaunchKernel(0, 1024, 1, 1, 256, 1, 1, 0, 0, 0, 0)) return 5;
@@ -72,6 +84,10 @@ int main(int argc, char **argv) {
                     fakecupti_kernel(0, t + k * 5000, t + (k + 1) * 5000, 1024, "stream_kernel");
             }
             if (lag_ns) pending[queued++ % PENDING] = t;
+            if (stuck) {
+                fakecupti_memcpy(2, 3, 1, 4, t + 50000, t + 52000, 0);
+                if (cuStreamSynchronize(0)) return 7;
+            }
             kernels += 10;
             next = t + step_ns;
         }

@@ -97,6 +97,14 @@ const MAX_PENDING: usize = 1 << 20;
 /// How far behind `now` a settle's horizon may be held for kernel records still to come
 /// (`Aggregator::held_horizon`); the host's event history covers it (`crate::events`).
 pub const MAX_HOLD_NS: u64 = 2_500_000_000;
+/// A period left by the sweep with this many launches, not one kernel record, and a copy or
+/// memset record is silent: the GPU ran work in it, and CUPTI's kernel records had stopped
+/// (`Aggregator::records_stopped_since`). Behind a queue deeper than the period, its
+/// kernels, copies and memsets all start after the close, and none is recorded.
+const SILENT_LAUNCHES: u64 = 64;
+/// Silent periods in a row before the kernel records count as stopped: one can be a queue
+/// deeper than the records are awaited.
+const SILENT_PERIODS: u32 = 2;
 /// Distinct kernels tracked by name; later ones are summed into one "other" entry.
 const MAX_KERNEL_NAMES: usize = 4096;
 /// Idle gaps shorter than this are the pipeline bubble between two launches (an empty
@@ -218,8 +226,10 @@ struct Period {
     /// The host's kernel launches so far when it opened, and when it closed.
     launches_on: u64,
     launches_off: u64,
-    /// Kernel records that started in it (before the next period opened).
+    /// Kernel records, and copy and memset records, that started in it (before the next
+    /// period opened).
     kernel_records: u64,
+    transfer_records: u64,
     /// Nothing could be queued on any device when it opened (before the first context).
     queue_empty: bool,
 }
@@ -232,6 +242,7 @@ impl Period {
             launches_on: launches,
             launches_off: 0,
             kernel_records: 0,
+            transfer_records: 0,
             queue_empty,
         }
     }
@@ -293,6 +304,12 @@ pub struct Aggregator {
     um_first_on: Option<u64>,
     um_on_since: Option<u64>,
     um_on_ns: u64,
+    /// Silent periods left by the sweep in a row, opened since `restarted_at`, and the close
+    /// of the last one.
+    silent_periods: u32,
+    silent_close: u64,
+    /// When CUPTI was last attached anew because its kernel records had stopped.
+    restarted_at: u64,
 }
 
 impl Aggregator {
@@ -451,6 +468,7 @@ impl Aggregator {
         let period = self.periods.iter_mut().rev().find(|p| p.on <= start);
         if let Some(p) = period {
             p.kernel_records += u64::from(kernel);
+            p.transfer_records += u64::from(!kernel);
             if self.first_active.is_none_or(|(on, _)| p.on < on) {
                 self.first_active = Some((p.on, p.off));
             }
@@ -608,9 +626,45 @@ impl Aggregator {
                 .get(1)
                 .is_some_and(|next| next.on <= horizon.min(now))
         {
-            self.periods.pop_front();
+            if let Some(left) = self.periods.pop_front() {
+                self.count_silence(&left);
+            }
             self.first_period += 1;
         }
+    }
+
+    /// Counts `left`, a period the sweep is done with, in the run of silent ones: reset by
+    /// one with a kernel record, unchanged by one with too few launches or no record.
+    fn count_silence(&mut self, left: &Period) {
+        if left.on < self.restarted_at {
+            return;
+        }
+        if left.kernel_records > 0 {
+            self.silent_periods = 0;
+        } else if left.transfer_records > 0
+            && left.launches_off.saturating_sub(left.launches_on) >= SILENT_LAUNCHES
+        {
+            self.silent_periods += 1;
+            self.silent_close = left.off;
+        }
+    }
+
+    /// The close of the last silent period, where `SILENT_PERIODS` came in a row: CUPTI
+    /// stopped sending kernel records. In about 1 in 10 H200 runs whose CUPTI stayed
+    /// attached while the kinds were switched, not one kernel record came after the first
+    /// switch-off, while memset records did (docs/diagnosis.md, "Since session 17"). Their
+    /// records were awaited all run, so CUPTI was never detached, and no run detached
+    /// between slots showed the state. The caller checks that the kernels ran (a sync
+    /// returned after them).
+    pub fn records_stopped_since(&self) -> Option<u64> {
+        (self.silent_periods >= SILENT_PERIODS).then_some(self.silent_close)
+    }
+
+    /// CUPTI was detached at `at` because its kernel records had stopped: the periods before
+    /// no longer count.
+    pub fn records_restarted(&mut self, at: u64) {
+        self.restarted_at = at;
+        self.silent_periods = 0;
     }
 
     /// The unified-memory counters were switched on or off at `at`.
@@ -2767,5 +2821,98 @@ mod accounting {
             agg.add(kernel(700 * MS + k * MS, 700 * MS + (k + 1) * MS));
         }
         assert_eq!(agg.held_horizon(now - 500 * MS, now, 10), now - 500 * MS);
+    }
+}
+
+#[cfg(test)]
+mod silence {
+    use super::tests::{copy, kernel, no_events, MS, T0};
+    use super::*;
+
+    /// A first period of 100 launches, all recorded, [0, 20) ms, then from 40 ms to 6 s a
+    /// period of `launches` every 40 ms, [40k, 40k + 20) ms, with a copy record if `copies`
+    /// and a kernel record from `recorded_from` on; CUPTI restarted at `restart`. Settled
+    /// every 5 ms, as `cupti::collect` does, to 8 s. `Aggregator::records_stopped_since`
+    /// at each of `at`.
+    fn stopped_since(
+        launches: u64,
+        copies: bool,
+        recorded_from: u64,
+        restart: Option<u64>,
+        at: &[u64],
+    ) -> Vec<Option<u64>> {
+        let mut agg = Aggregator::new(T0, T0, 0, true, 0);
+        (0..100).for_each(|k| agg.add(kernel(k * 100_000, k * 100_000 + 50_000)));
+        agg.period_off(T0 + 20 * MS, 100);
+        let mut made = 100;
+        let mut seen = Vec::new();
+        for now in (5 * MS..=8_000 * MS).step_by(5 * MS as usize) {
+            if (40 * MS..6_000 * MS).contains(&now) {
+                match now % (40 * MS) {
+                    0 => {
+                        agg.period_on(T0 + now, made);
+                        made += launches;
+                        if copies {
+                            agg.add(copy(now + 3 * MS, now + 4 * MS));
+                        }
+                        if now >= recorded_from {
+                            agg.add(kernel(now + MS, now + 2 * MS));
+                        }
+                    }
+                    x if x == 20 * MS => agg.period_off(T0 + now, made),
+                    _ => {}
+                }
+            }
+            if restart == Some(now) {
+                agg.records_restarted(T0 + now);
+            }
+            let horizon = agg.held_horizon(T0 + now - 5 * MS, T0 + now, made);
+            agg.settle(horizon, T0 + now, &mut no_events);
+            if at.contains(&now) {
+                seen.push(agg.records_stopped_since().map(|t| t - T0));
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn kernel_records_count_as_stopped_after_two_silent_periods_with_launches() {
+        // A copy but not one kernel record after the first period: a silent period is
+        // swept once its records are given up, `MAX_HOLD_NS` after the next period opened.
+        // The second, [80, 100) ms, at 2.62 s; at 8 s, the one closed at 5.46 s.
+        let never = u64::MAX;
+        assert_eq!(
+            stopped_since(
+                100,
+                true,
+                never,
+                None,
+                &[2_615 * MS, 2_620 * MS, 8_000 * MS]
+            ),
+            [None, Some(100 * MS), Some(5_460 * MS)]
+        );
+        // Periods of 63 launches are too few to tell.
+        assert_eq!(stopped_since(63, true, never, None, &[8_000 * MS]), [None]);
+        // No record at all: the periods' work may all have been queued past their close.
+        assert_eq!(
+            stopped_since(100, false, never, None, &[8_000 * MS]),
+            [None]
+        );
+        // A kernel record in the periods from 5 s on: they were not silent.
+        assert_eq!(
+            stopped_since(100, true, 5_000 * MS, None, &[8_000 * MS]),
+            [None]
+        );
+        // Restarted at 5 s: the periods before no longer count; two after it do.
+        assert_eq!(
+            stopped_since(
+                100,
+                true,
+                never,
+                Some(5_000 * MS),
+                &[5_005 * MS, 8_000 * MS]
+            ),
+            [None, Some(5_460 * MS)]
+        );
     }
 }

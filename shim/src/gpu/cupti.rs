@@ -24,6 +24,8 @@
 
 use super::activity::{Aggregator, Record};
 use crate::resolve::lookup;
+use gpuspy_format::timeline::HostEventKind;
+use gpuspy_format::SyncCause;
 use std::ffi::{c_char, c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
@@ -279,6 +281,50 @@ fn finalize(api: &Api) -> bool {
         UM_CONFIGURED.store(false, Release);
     }
     finalized
+}
+
+/// Times CUPTI was detached because its kernel records had stopped (`restart`), and the
+/// most: where attaching anew does not bring them back, the records stay missing and the
+/// report says so (`gpu_records_missing`).
+static RESTARTS: AtomicU64 = AtomicU64::new(0);
+const MAX_RESTARTS: u64 = 2;
+/// A sync that returned this long ago shows that the kernels launched before it ran: their
+/// records would have come by now, as completed buffers are read every 100 ms.
+const RAN_NS: u64 = 200_000_000;
+
+/// Whether CUPTI stopped sending kernel records: silent periods
+/// (`Aggregator::records_stopped_since`) whose kernels ran, as a sync that returned after
+/// the last one closed shows. Without such a sync, a queue deeper than the records are
+/// awaited looks the same, and detaching over it stalls the program
+/// (`AWAITED_RECORDS_TO_DETACH`).
+pub fn records_stopped() -> bool {
+    if RESTARTS.load(Relaxed) >= MAX_RESTARTS || !may_detach() {
+        return false;
+    }
+    let mut since = None;
+    with_aggregator(|agg| since = agg.records_stopped_since());
+    let Some(closed) = since else { return false };
+    let now = crate::clock::unix_ns();
+    let mut events = Vec::new();
+    crate::events::between(closed, now, &mut events);
+    events.iter().any(|e| {
+        matches!(
+            e.kind,
+            HostEventKind::Sync(SyncCause::Explicit | SyncCause::SyncCopy | SyncCause::Free)
+        ) && e.end_unix_ns > closed
+            && e.end_unix_ns + RAN_NS <= now
+    })
+}
+
+/// Detaches CUPTI because its kernel records stopped; the next slot attaches it anew. No
+/// run detached between slots showed the state after attaching again.
+pub fn restart() {
+    let at = crate::clock::unix_ns();
+    detach();
+    if DETACHED.load(Acquire) {
+        RESTARTS.fetch_add(1, Relaxed);
+        with_aggregator(|agg| agg.records_restarted(at));
+    }
 }
 
 /// Called before the program captures, instantiates or launches a CUDA graph: `detach`
@@ -696,6 +742,12 @@ pub fn switch_summary() -> Option<String> {
             "detached between recording slots {detaches} times (attaching took {:.1} ms, detaching {:.1} ms on average)",
             ms(&ATTACH_NS, &ATTACHES),
             ms(&DETACH_NS, &DETACHES)
+        ));
+    }
+    let restarts = RESTARTS.load(Relaxed);
+    if restarts > 0 {
+        parts.push(format!(
+            "detached {restarts} times because kernel records had stopped coming"
         ));
     }
     // Switched on once only, the counters are on for good (`GPUSPY_CUPTI=full`).

@@ -335,6 +335,10 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // 2.3 ms kernels queued had a detach take 1.7 s, one of its launches
                     // blocked 1.6 s behind it, and 1,811 records untimed: its busy time read
                     // 0.6 % (bench/results/gpu-2026-12-01-session11-phases-2).
+                    // Kernel records that stopped come back with CUPTI attached anew.
+                    if duty.unified_memory.is_none() && cupti::records_stopped() {
+                        cupti::restart();
+                    }
                     let detachable = duty.unified_memory.is_none()
                         && cupti::may_detach()
                         && cupti::awaited_records() <= sampling::AWAITED_RECORDS_TO_DETACH;
