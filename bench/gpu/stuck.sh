@@ -20,7 +20,7 @@ for i in $(seq "$rounds"); do
         timeout 120 "$bin/gpuspy" run -o "$d" -- python3 examples/staged.py "$mode" --form long \
             > "$d.out" 2> "$d.err"
         echo "$mode $i: exit $?"
+        python3 bench/gpu/stuck_lines.py "$d" | tee -a "$out/stuck-lines.txt"
     done
 done
-python3 bench/gpu/stuck_lines.py "$out"/dumps/* | tee "$out/stuck-lines.txt"
 tar -C "$out" -czf "$out/dumps.tar.gz" dumps && rm -rf "$out/dumps"
