@@ -7,7 +7,7 @@ use crate::cmd_diff::DiffReport;
 use crate::diagnose::{Finding, LayerStatus};
 use crate::report::{ActivityFigures, ApiRow, CopyRow, ProcessRow, RankVerdicts, Report, SyncRow};
 use crate::timelines::{DeviceSeries, Grid, Series, Timelines};
-use gpuspy_format::gpu::{GpuCopy, KernelStat};
+use gpuspy_format::gpu::{GpuCopy, KernelStat, SourceStatus};
 use serde::Serialize;
 use std::io::Write;
 
@@ -18,6 +18,8 @@ const SCRIPT: &str = include_str!("html/view.js");
 pub const API_HISTOGRAMS: usize = 12;
 /// Process-devices whose kernels and copies the page lists (as the text report).
 pub const DEVICES_SHOWN: usize = 8;
+/// Processes whose NVML and CUPTI status the page lists; the text report lists all.
+const SOURCES_SHOWN: usize = 8;
 
 /// What the report page shows: the `Report`'s sections, less the raw per-device data that
 /// `--json` carries (1,000 ranks' NVML and CUPTI objects are 14 MB; their series are in
@@ -39,6 +41,11 @@ struct ReportPage<'r> {
     rank_imbalance: &'r [crate::analyse::Imbalance],
     rank_verdicts: &'r RankVerdicts,
     devices: Vec<DevicePage<'r>>,
+    /// The GPU section: what NVML and CUPTI did in each process (the first
+    /// `SOURCES_SHOWN`, of `gpu_processes`), or why no dump has GPU-side data.
+    gpu_sources: Vec<SourcesPage<'r>>,
+    gpu_processes: usize,
+    no_gpu_data: Option<&'static str>,
     timelines: Option<TimelinesPage<'r>>,
     /// The job's phases, `start_ns`/`end_ns` from `start_unix_ns`.
     start_unix_ns: u64,
@@ -92,6 +99,14 @@ struct DevicePage<'r> {
     top_kernels: Vec<KernelPage<'r>>,
     copies: &'r [GpuCopy],
     warnings: &'r [String],
+}
+
+#[derive(Serialize)]
+struct SourcesPage<'r> {
+    pid: u32,
+    rank: Option<u32>,
+    nvml: &'r SourceStatus,
+    cupti: &'r SourceStatus,
 }
 
 #[derive(Serialize)]
@@ -154,6 +169,19 @@ pub fn write_report(r: &Report, out: impl Write) -> anyhow::Result<()> {
         rank_imbalance: &r.rank_imbalance,
         rank_verdicts: &r.rank_verdicts,
         devices: devices(r),
+        gpu_sources: r
+            .gpu
+            .iter()
+            .take(SOURCES_SHOWN)
+            .map(|row| SourcesPage {
+                pid: row.pid,
+                rank: row.rank,
+                nvml: &row.gpu.nvml,
+                cupti: &row.gpu.cupti,
+            })
+            .collect(),
+        gpu_processes: r.gpu.len(),
+        no_gpu_data: r.gpu.is_empty().then_some(crate::report::NO_GPU_DATA),
         timelines: r.timelines.as_ref().map(TimelinesPage::of),
         start_unix_ns: r.start_unix_ns,
         phases: &r.phases,

@@ -356,10 +356,7 @@ const GPU_SECTIONS_SHOWN: usize = 8;
 /// What the GPU itself reported, per process and device; or why nothing was collected.
 fn gpu(out: &mut String, r: &Report) {
     if r.gpu.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nGPU: no GPU-side data in the dumps (written by a shim without NVML/CUPTI support, or the process never initialised CUDA)"
-        );
+        let _ = writeln!(out, "\nGPU: {}", crate::report::NO_GPU_DATA);
         return;
     }
     let _ = writeln!(

@@ -409,6 +409,9 @@ pub struct RankVerdict {
     pub verdict: Option<&'static str>,
 }
 
+/// What the text report's GPU section and the page's say when no dump has a GPU section.
+pub const NO_GPU_DATA: &str = "no GPU-side data in the dumps (written by a shim without NVML/CUPTI support, or the process never initialised CUDA)";
+
 /// One process's GPU-side data: its dump's `gpu` object with `pid` and `rank` added, and
 /// the figures drawn from each device (`DeviceFigures`) added to that device. Serialised
 /// as one object, so the dump's keys keep their place (docs/report-json.md).

@@ -181,6 +181,24 @@ fn assert_clean(l: &Load) {
     }
 }
 
+/// The page's GPU section, which the verdict and the layers refer to ("see the GPU
+/// section"): each listed process's NVML and CUPTI notes, or why there is no GPU data.
+fn assert_gpu_section(l: &Load, r: &Value) {
+    let text = l.line["gpu"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", l.line));
+    let rows = r["gpu"].as_array().unwrap();
+    if rows.is_empty() {
+        assert!(text.contains("no GPU-side data in the dumps"), "{text}");
+    }
+    for row in rows.iter().take(8) {
+        for source in ["nvml", "cupti"] {
+            let note = row[source]["note"].as_str().unwrap();
+            assert!(text.contains(note), "{source} note {note:?} not in {text}");
+        }
+    }
+}
+
 /// The charts a report page draws outside its timeline: a histogram per API shown (12 at
 /// most), the syncs' bar chart and a histogram per cause, the copies' bar chart, a kernel
 /// chart per device with kernels (8 at most), the straggler view.
@@ -289,6 +307,7 @@ fn report_and_diff_pages_load_in_chromium_with_the_verdict_and_every_chart_drawn
     let loads = browse(&paths, 1);
     for (l, r) in loads.iter().zip(&reports) {
         assert_clean(l);
+        assert_gpu_section(l, r);
         assert!(
             l.verdict.starts_with(&expected_verdict(r)),
             "{}: {}",

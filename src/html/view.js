@@ -436,18 +436,31 @@
       section("Copies (bytes by direction and host memory)", body);
       bars(body, "Bytes copied", r.copies.map((c) => ({ label: `${c.direction} ${c.host}`, value: c.bytes, text: `${bytes(c.bytes)} in ${c.count} calls`, color: c.host === "pageable" ? COLORS[1] : COLORS[0] })));
     }
-    const kernels = r.devices.filter((d) => d.top_kernels.length);
-    if (kernels.length) {
-      const body = h("div", {});
-      section("Top kernels (CUPTI)", body);
-      for (const d of kernels) {
-        const who = `${d.rank != null ? "rank " + d.rank : "pid " + d.pid}, GPU ${d.ordinal}${d.name ? " " + d.name : ""}, busy ${pct(d.busy_share)}`;
-        bars(body, who, d.top_kernels.map((k) => ({ label: k.name, value: k.total_ns, text: `${pct(k.share)}, ${k.calls} x, ${dur(k.total_ns)}` })));
-        if (d.copies.length) {
-          body.append(table(["GPU copies", "memory", "count", "bytes", "time"], d.copies.map((c) => ({ cells: [c.kind, c.memory, c.count, bytes(c.bytes), dur(c.ns)] })), [false, false, true, true, true]));
-        }
-        for (const w of d.warnings) body.append(h("p", { class: "status-warning" }, "! " + w));
+    gpuSection(r);
+  }
+
+  // What NVML and CUPTI did in each process (or why there is no GPU-side data), then the
+  // top kernels and GPU copies per device: the text report's GPU section.
+  function gpuSection(r) {
+    const body = h("div", { id: "gpu" });
+    section("GPU (what the device reported: NVML telemetry, CUPTI activity)", body);
+    if (r.no_gpu_data) {
+      body.append(h("p", { class: "note" }, r.no_gpu_data));
+      return;
+    }
+    const state = (x) => `${x.active ? "on" : "off"}, ${x.note}`;
+    body.append(table(["process", "NVML", "CUPTI"], r.gpu_sources.map((g) => ({
+      cells: [g.rank != null ? `rank ${g.rank} (pid ${g.pid})` : `pid ${g.pid}`, state(g.nvml), state(g.cupti)],
+    })), [false, false, false]));
+    const more = r.gpu_processes - r.gpu_sources.length;
+    if (more > 0) body.append(h("p", { class: "note" }, `${more} more processes in --json`));
+    for (const d of r.devices.filter((x) => x.top_kernels.length)) {
+      const who = `${d.rank != null ? "rank " + d.rank : "pid " + d.pid}, GPU ${d.ordinal}${d.name ? " " + d.name : ""}, busy ${pct(d.busy_share)}`;
+      bars(body, who, d.top_kernels.map((k) => ({ label: k.name, value: k.total_ns, text: `${pct(k.share)}, ${k.calls} x, ${dur(k.total_ns)}` })));
+      if (d.copies.length) {
+        body.append(table(["GPU copies", "memory", "count", "bytes", "time"], d.copies.map((c) => ({ cells: [c.kind, c.memory, c.count, bytes(c.bytes), dur(c.ns)] })), [false, false, true, true, true]));
       }
+      for (const w of d.warnings) body.append(h("p", { class: "status-warning" }, "! " + w));
     }
   }
 

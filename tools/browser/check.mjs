@@ -72,6 +72,7 @@ async function load(url, file) {
     const charts = [...document.querySelectorAll("svg.chart")];
     const canvases = [...document.querySelectorAll("canvas")];
     const verdict = document.getElementById("verdict");
+    const gpu = document.getElementById("gpu");
     return {
       load_ms: nav.loadEventEnd - nav.startTime,
       verdict: verdict ? verdict.innerText.trim() : "",
@@ -79,6 +80,7 @@ async function load(url, file) {
       empty_charts: charts.filter((c) => !drawn(c)).map((c) => c.querySelector("text")?.textContent || "?"),
       canvases: canvases.length,
       empty_canvases: canvases.filter((c) => !painted(c)).length,
+      gpu: gpu ? gpu.innerText : null,
     };
   });
   const zoom = await dragAndReset(page);
