@@ -4,8 +4,8 @@
 use crate::analyse::{self, Analysed};
 use crate::ci_output::{Case, Gate, Output};
 use crate::diagnose::Severity;
-use crate::render_text::duration;
 use crate::rules;
+use crate::units::duration;
 use anyhow::{Context, Result};
 use gpuspy_format::apis::{is_hooked_api, HOOKED_APIS};
 use gpuspy_format::{base_name, SyncCause};

@@ -32,6 +32,7 @@ mod rules;
 mod runs;
 mod stats;
 mod timelines;
+mod units;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use render_json::JsonTo;

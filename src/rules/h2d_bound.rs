@@ -50,7 +50,7 @@ side stream)."
             busy,
             format!(
                 "{calls} host-to-device copies moved {} at {:.1} GB/s, about {:.0} % of {} {:.0} GB/s link",
-                crate::render_text::bytes(bytes),
+                crate::units::bytes(bytes),
                 bytes_per_s / 1e9,
                 busy * 100.0,
                 if measured.is_some() { "the" } else { "an assumed" },

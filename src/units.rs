@@ -1,0 +1,42 @@
+//! The units every output of gpuspy's shares: durations, bytes and shares, as the text
+//! report, the rules' summaries, `check` and `diff` print them.
+
+/// `1.23 ms`-style durations with three significant figures.
+pub fn duration(ns: u64) -> String {
+    let (value, unit) = match ns {
+        0..=999 => return format!("{ns} ns"),
+        1_000..=999_999 => (ns as f64 / 1e3, "us"),
+        1_000_000..=999_999_999 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let digits = if value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.digits$} {unit}")
+}
+
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// A share as `12.3 %` (a space before the sign, as everywhere in gpuspy's output), or `-`
+/// where its whole was 0. The text around it names the whole: "of wall", a column headed
+/// "of ...", or a table's title (`style` below checks that).
+pub fn percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "-".into(), |s| format!("{:.1} %", s * 100.0))
+}
