@@ -2832,8 +2832,8 @@ mod silence {
     /// A first period of 100 launches, all recorded, [0, 20) ms, then from 40 ms to 6 s a
     /// period of `launches` every 40 ms, [40k, 40k + 20) ms, with a copy record if `copies`
     /// and a kernel record from `recorded_from` on; CUPTI restarted at `restart`. Settled
-    /// every 5 ms, as `cupti::collect` does, to 8 s. `Aggregator::records_stopped_since`
-    /// at each of `at`.
+    /// every 5 ms through the held horizon, as `cupti::collect` settles, to 8 s.
+    /// `Aggregator::records_stopped_since` at each of `at`.
     fn stopped_since(
         launches: u64,
         copies: bool,

@@ -250,21 +250,27 @@ fn configure_unified_memory(api: &Api) -> CuptiResult {
 /// launch-bound loop (bench/results/gpu-2026-11-30-session8-probe). Attaching again for
 /// a slot takes about 10 ms and detaching 2-3 ms, on gpuspy's thread.
 pub fn detach() {
-    let Some(api) = API.get() else { return };
+    if let Some(took) = detach_now() {
+        DETACHES.fetch_add(1, Relaxed);
+        DETACH_NS.fetch_add(took, Relaxed);
+    }
+}
+
+/// Detaches CUPTI if gpuspy holds it and may; how long that took, None if it did not.
+fn detach_now() -> Option<u64> {
+    let api = API.get()?;
     let _no_program_registration_meanwhile = STARTING.lock();
-    let Ok(_one_at_a_time) = COLLECTING.lock() else {
-        return;
-    };
+    let _one_at_a_time = COLLECTING.lock().ok()?;
     if !REGISTERED.load(Acquire) || KEEP_ATTACHED.load(SeqCst) {
-        return;
+        return None;
     }
     let before = crate::clock::monotonic_ns();
-    if finalize(api) {
-        REGISTERED.store(false, Release);
-        DETACHED.store(true, Release);
-        DETACHES.fetch_add(1, Relaxed);
-        DETACH_NS.fetch_add(crate::clock::monotonic_ns() - before, Relaxed);
+    if !finalize(api) {
+        return None;
     }
+    REGISTERED.store(false, Release);
+    DETACHED.store(true, Release);
+    Some(crate::clock::monotonic_ns() - before)
 }
 
 /// Flushes every buffer back to us, reads them, then finalizes CUPTI; true when it was.
@@ -283,48 +289,75 @@ fn finalize(api: &Api) -> bool {
     finalized
 }
 
-/// Times CUPTI was detached because its kernel records had stopped (`restart`), and the
-/// most: where attaching anew does not bring them back, the records stay missing and the
-/// report says so (`gpu_records_missing`).
-static RESTARTS: AtomicU64 = AtomicU64::new(0);
+/// Restarts tried (`restart`), the most, and those that detached CUPTI: where attaching
+/// anew does not bring the records back, they stay missing and the report says so
+/// (`gpu_records_missing`).
+static RESTARTS_TRIED: AtomicU64 = AtomicU64::new(0);
 const MAX_RESTARTS: u64 = 2;
+static RESTARTS: AtomicU64 = AtomicU64::new(0);
+/// The attach after a restart is left out of the switches' mean cost (`switch_cost_ns`),
+/// as the restart's detach is: the first detach after a long attached stretch took 47 ms
+/// on the H200 against 2-3 ms between slots, and would have kept the cycle attached.
+static ATTACH_UNCOUNTED: AtomicBool = AtomicBool::new(false);
 /// A sync that returned this long ago shows that the kernels launched before it ran: their
 /// records would have come by now, as completed buffers are read every 100 ms.
 const RAN_NS: u64 = 200_000_000;
+/// The host's event history is read from here on (`records_stopped`), and the latest end
+/// of a sync found in it so far.
+static SYNCS_READ_TO: AtomicU64 = AtomicU64::new(0);
+static LAST_SYNC_END: AtomicU64 = AtomicU64::new(0);
 
 /// Whether CUPTI stopped sending kernel records: silent periods
 /// (`Aggregator::records_stopped_since`) whose kernels ran, as a sync that returned after
-/// the last one closed shows. Without such a sync, a queue deeper than the records are
-/// awaited looks the same, and detaching over it stalls the program
-/// (`AWAITED_RECORDS_TO_DETACH`).
+/// the last one closed shows (an explicit one, a synchronous copy or a free). Without such
+/// a sync, records merely late look the same. The program may have queued work again
+/// since: the restart's detach then waits for it (docs/design.md, "Kernel records that
+/// stop"). On gpuspy's thread only.
 pub fn records_stopped() -> bool {
-    if RESTARTS.load(Relaxed) >= MAX_RESTARTS || !may_detach() {
+    if RESTARTS_TRIED.load(Relaxed) >= MAX_RESTARTS || !may_detach() {
         return false;
     }
     let mut since = None;
     with_aggregator(|agg| since = agg.records_stopped_since());
     let Some(closed) = since else { return false };
-    let now = crate::clock::unix_ns();
-    let mut events = Vec::new();
-    crate::events::between(closed, now, &mut events);
-    events.iter().any(|e| {
-        matches!(
-            e.kind,
-            HostEventKind::Sync(SyncCause::Explicit | SyncCause::SyncCopy | SyncCause::Free)
-        ) && e.end_unix_ns > closed
-            && e.end_unix_ns + RAN_NS <= now
-    })
+    // Only the history not read before: at each slot end, a few tens of ms.
+    let to = crate::clock::unix_ns().saturating_sub(RAN_NS);
+    let from = SYNCS_READ_TO.load(Relaxed).max(closed);
+    if from < to {
+        let mut events = Vec::new();
+        crate::events::between(from, to, &mut events);
+        let last = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    HostEventKind::Sync(
+                        SyncCause::Explicit | SyncCause::SyncCopy | SyncCause::Free
+                    )
+                ) && e.end_unix_ns <= to
+            })
+            .map(|e| e.end_unix_ns)
+            .max();
+        if let Some(end) = last {
+            LAST_SYNC_END.fetch_max(end, Relaxed);
+        }
+        SYNCS_READ_TO.store(to, Relaxed);
+    }
+    LAST_SYNC_END.load(Relaxed) > closed
 }
 
 /// Detaches CUPTI because its kernel records stopped; the next slot attaches it anew. No
-/// run detached between slots showed the state after attaching again.
+/// run detached between slots showed the state after attaching again. Neither switch
+/// counts in the cycle's mean cost, and the periods so far no longer count, whatever came
+/// of it.
 pub fn restart() {
     let at = crate::clock::unix_ns();
-    detach();
-    if DETACHED.load(Acquire) {
+    RESTARTS_TRIED.fetch_add(1, Relaxed);
+    if detach_now().is_some() {
         RESTARTS.fetch_add(1, Relaxed);
-        with_aggregator(|agg| agg.records_restarted(at));
+        ATTACH_UNCOUNTED.store(true, Relaxed);
     }
+    with_aggregator(|agg| agg.records_restarted(at));
 }
 
 /// Called before the program captures, instantiates or launches a CUDA graph: `detach`
@@ -371,8 +404,10 @@ fn attach(api: &Api, unified_memory: bool) -> bool {
     with_aggregator(|agg| agg.set_to_unix(to_unix));
     DETACHED.store(false, Release);
     REGISTERED.store(true, Release);
-    ATTACH_NS.fetch_add(crate::clock::monotonic_ns() - before, Relaxed);
-    ATTACHES.fetch_add(1, Relaxed);
+    if !ATTACH_UNCOUNTED.swap(false, Relaxed) {
+        ATTACH_NS.fetch_add(crate::clock::monotonic_ns() - before, Relaxed);
+        ATTACHES.fetch_add(1, Relaxed);
+    }
     true
 }
 

@@ -335,8 +335,10 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // 2.3 ms kernels queued had a detach take 1.7 s, one of its launches
                     // blocked 1.6 s behind it, and 1,811 records untimed: its busy time read
                     // 0.6 % (bench/results/gpu-2026-12-01-session11-phases-2).
-                    // Kernel records that stopped come back with CUPTI attached anew.
-                    if duty.unified_memory.is_none() && cupti::records_stopped() {
+                    // Kernel records that stopped come back with CUPTI attached anew. Not once
+                    // the program has managed memory: the detach drops the unified-memory
+                    // counters' configuration, which the traced kinds' attach does not renew.
+                    if duty.launches_at_managed.is_none() && cupti::records_stopped() {
                         cupti::restart();
                     }
                     let detachable = duty.unified_memory.is_none()
