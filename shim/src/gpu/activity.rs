@@ -102,8 +102,8 @@ pub const MAX_HOLD_NS: u64 = 2_500_000_000;
 /// (`Aggregator::records_stopped_since`). Behind a queue deeper than the period, its
 /// kernels, copies and memsets all start after the close, and none is recorded.
 const SILENT_LAUNCHES: u64 = 64;
-/// Silent periods in a row before the kernel records count as stopped: one can be a queue
-/// deeper than the records are awaited.
+/// Silent periods (with no period with a kernel record between them) before the kernel
+/// records count as stopped: one can be a queue deeper than the records are awaited.
 const SILENT_PERIODS: u32 = 2;
 /// Distinct kernels tracked by name; later ones are summed into one "other" entry.
 const MAX_KERNEL_NAMES: usize = 4096;
@@ -649,10 +649,12 @@ impl Aggregator {
         }
     }
 
-    /// The close of the last silent period, where `SILENT_PERIODS` came in a row: CUPTI
-    /// stopped sending kernel records. In about 1 in 10 H200 runs whose CUPTI stayed
-    /// attached while the kinds were switched, not one kernel record came after the first
-    /// switch-off, while memset records did (docs/diagnosis.md, "Since session 17"). Their
+    /// The close of the last silent period, where `SILENT_PERIODS` came with no period with
+    /// a kernel record between them: CUPTI stopped sending kernel records. In H200 runs
+    /// whose CUPTI stayed attached while the kinds were switched (about 1 in 10 of most long
+    /// staged loops, 6 of 12 of `healthy-pauses`), not one kernel record came after the
+    /// first switch-off, while copy and memset records did (docs/diagnosis.md, "Since
+    /// session 17" and "Since session 18"). Their
     /// records were awaited all run, so CUPTI was never detached, and no run detached
     /// between slots showed the state. The caller checks that the kernels ran (a sync
     /// returned after them).

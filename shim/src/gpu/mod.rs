@@ -326,6 +326,12 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // The slot's records, gathered with the kinds off: its rate decides the
                     // next cycle.
                     cupti::collect(false, SETTLE_MARGIN_NS);
+                    // Kernel records that stopped come back with CUPTI attached anew. Not once
+                    // the program has managed memory: the detach drops the unified-memory
+                    // counters' configuration, which the traced kinds' attach does not renew.
+                    if duty.launches_at_managed.is_none() && cupti::records_stopped() {
+                        cupti::restart();
+                    }
                     // Off for a while, CUPTI is detached: attached, it costs every launch
                     // (`cupti::detach`). Managed memory keeps it attached (the traced kinds'
                     // fixed cycle never detaches, nor does the counters' own once on):
@@ -335,12 +341,6 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // 2.3 ms kernels queued had a detach take 1.7 s, one of its launches
                     // blocked 1.6 s behind it, and 1,811 records untimed: its busy time read
                     // 0.6 % (bench/results/gpu-2026-12-01-session11-phases-2).
-                    // Kernel records that stopped come back with CUPTI attached anew. Not once
-                    // the program has managed memory: the detach drops the unified-memory
-                    // counters' configuration, which the traced kinds' attach does not renew.
-                    if duty.launches_at_managed.is_none() && cupti::records_stopped() {
-                        cupti::restart();
-                    }
                     let detachable = duty.unified_memory.is_none()
                         && cupti::may_detach()
                         && cupti::awaited_records() <= sampling::AWAITED_RECORDS_TO_DETACH;
