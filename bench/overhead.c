@@ -9,8 +9,11 @@
  *                            the same, but each call follows a sweep over 1 MiB of
  *                            memory that evicts the caches, as an interpreter does
  *                            between two launches: the cost of the wrapper's cache misses.
- *   overhead count N [sync]  N launches (or N cuStreamQuery calls, one argument) through
- *                            the dlsym'd pointer, for callgrind.
+ *   overhead count N [CALL]  N calls through the dlsym'd pointer, for callgrind. CALL is
+ *                            launch (the default: cuLaunchKernel, 11 arguments), query
+ *                            (cuStreamQuery, 1 argument), sync (cuStreamSynchronize after
+ *                            an empty launch; the launch is counted apart) or htod (a 4 KiB
+ *                            cuMemcpyHtoDAsync_v2 from pageable malloc'd memory).
  *
  * Works against the real driver (an empty PTX kernel) and the fake one (tools/fakecuda). */
 #define _GNU_SOURCE
@@ -70,15 +73,37 @@ int main(int argc, char **argv) {
     Fn sync = GET("cuStreamSynchronize");
     Launch wrapped = (Launch)dlsym(h, "cuLaunchKernel");
     Launch direct = (Launch)real_dlsym(h, "cuLaunchKernel");
-    if (strcmp(argv[1], "count") == 0 && argc > 3) {
-        Fn query = GET("cuStreamQuery");
-        for (long i = 0; i < n; i++) query(stream);
-        return 0;
-    }
     if (strcmp(argv[1], "count") == 0) {
-        for (long i = 0; i < n; i++) {
-            wrapped(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
-            if ((i & 255) == 255) sync(stream);
+        const char *call = argc > 3 ? argv[3] : "launch";
+        if (strcmp(call, "query") == 0) {
+            Fn query = GET("cuStreamQuery");
+            for (long i = 0; i < n; i++) query(stream);
+        } else if (strcmp(call, "sync") == 0) {
+            for (long i = 0; i < n; i++) {
+                wrapped(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
+                sync(stream);
+            }
+        } else if (strcmp(call, "htod") == 0) {
+            unsigned long long dptr = 0;
+            char *host = malloc(4096);
+            if (!host || GET("cuMemAlloc_v2")(&dptr, (size_t)4096)) {
+                fprintf(stderr, "allocation failed\n");
+                return 1;
+            }
+            memset(host, 1, 4096);
+            Fn htod = GET("cuMemcpyHtoDAsync_v2");
+            for (long i = 0; i < n; i++) {
+                htod(dptr, host, (size_t)4096, stream);
+                if ((i & 255) == 255) sync(stream);
+            }
+        } else if (strcmp(call, "launch") == 0) {
+            for (long i = 0; i < n; i++) {
+                wrapped(func, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL);
+                if ((i & 255) == 255) sync(stream);
+            }
+        } else {
+            fprintf(stderr, "unknown call %s: launch, query, sync or htod\n", call);
+            return 2;
         }
         sync(stream);
         return 0;

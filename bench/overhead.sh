@@ -20,13 +20,13 @@ fi
 cc -O2 -o "$work/overhead" bench/overhead.c -ldl
 export GPUSPY_OUT="$work/dumps" GPUSPY_FLUSH_S=0
 
-ir() { # instructions of the main thread of one run: ir PRELOAD N [sync]
+ir() { # instructions of the main thread of one run: ir PRELOAD N [CALL]
     rm -f "$work"/cg.out*
     LD_PRELOAD="$1" valgrind --tool=callgrind --separate-threads=yes \
         --callgrind-out-file="$work/cg.out" "$work/overhead" count "$2" ${3:-} >/dev/null 2>&1
     awk '/^summary:/ {print $2}' "$work/cg.out-01"
 }
-marginal() { # marginal() LABEL [sync]
+marginal() { # marginal() LABEL [CALL]
     n=20000
     base1=$(ir "" $n "${2:-}"); base3=$(ir "" $((3 * n)) "${2:-}")
     shim1=$(ir "$shim" $n "${2:-}"); shim3=$(ir "$shim" $((3 * n)) "${2:-}")
@@ -35,8 +35,11 @@ marginal() { # marginal() LABEL [sync]
         printf "instructions per %s: no shim %.1f, shim %.1f, added %.1f\n", what, base, shim, shim - base }'
 }
 if command -v valgrind >/dev/null 2>&1; then
-    marginal "cuLaunchKernel (11 arguments)"
-    marginal "cuStreamQuery (1 argument)" sync
+    marginal "cuLaunchKernel (11 arguments)" launch
+    marginal "cuStreamQuery (1 argument)" query
+    # Each step is a launch plus a sync: the sync's own cost is this less the launch's.
+    marginal "empty cuLaunchKernel + cuStreamSynchronize" sync
+    marginal "pageable 4 KiB cuMemcpyHtoDAsync_v2" htod
 else
     echo "valgrind not installed: instruction counts skipped"
 fi
