@@ -42,6 +42,8 @@ import time
 
 import torch
 
+from timing import LoopTimer
+
 # Steps per form: (short, long, default). Short loops run about 0.2-0.5 s on an H200,
 # long ones 5 s or more; default is what bench/gpu/diagnose.sh has always run.
 STEPS = {
@@ -63,38 +65,9 @@ STEPS = {
 FORM = {"short": 0, "long": 1, "default": 2}
 
 
-# When the loop reached its second half (set by loop_steps).
-second_half_t = None
-
-
-def loop_steps(n):
-    """range(n) for a loop's steps. Halfway it waits for the GPU and notes the time, so the
-    second half, past the warm-up steps and any JIT, is timed on its own: the steady
-    state a finding's impact is a share of."""
-    global second_half_t
-    for i in range(n):
-        if i == n // 2 and i > 0:
-            torch.cuda.synchronize()
-            second_half_t = time.perf_counter()
-        yield i
-
-
-def timed(fn, steps, cuda_t0):
-    global second_half_t
-    second_half_t = None  # a warm-up in the set-up ran loop_steps too
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn(steps)
-    torch.cuda.synchronize()
-    end = time.perf_counter()
-    loop = end - t0
-    print(f"loop_s {loop:.4f}")
-    print(f"step_s {loop / steps:.6f}")
-    if second_half_t is not None:
-        print(f"second_half_s {end - second_half_t:.4f}")
-    # From the first CUDA call to the loop's end: what slow-startup's fix shortens, without
-    # the Python imports before it (which vary by a second from one process to the next).
-    print(f"cuda_s {end - cuda_t0:.4f}")
+# Every mode's loop is timed by it; `loop_steps` is range() with the second half marked.
+TIMER = LoopTimer(lambda: torch.cuda.synchronize())
+loop_steps = TIMER.steps
 
 
 def busy_host(seconds):
@@ -487,7 +460,7 @@ def main():
     os.environ.update(env)
     cuda_t0 = time.perf_counter()
     torch.cuda.synchronize()  # initialises CUDA: under EAGER, loads every module
-    timed(setup(), STEPS[key][FORM[args.form]], cuda_t0)
+    TIMER.run(setup(), STEPS[key][FORM[args.form]], cuda_t0)
 
 
 if __name__ == "__main__":
