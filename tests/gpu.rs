@@ -140,6 +140,82 @@ fn a_cupti_path_that_does_not_load_is_named() {
     );
 }
 
+/// The environment of a program run to test where gpuspy looks for CUPTI: only the
+/// variables given, none of the test machine's.
+fn search_env<'a>(set: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env: Vec<_> = ["VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH"]
+        .into_iter()
+        .filter(|v| !set.iter().any(|(k, _)| k == v))
+        .map(|v| (v, ""))
+        .collect();
+    env.extend_from_slice(set);
+    env.extend_from_slice(FULL);
+    env
+}
+
+/// `linked` (which loads no CUPTI, as CuPy does not) with the fake libcupti.so.13 at
+/// `wheel_dir` below the environment `prefix` named by `var`: CUPTI is on, from there.
+fn cupti_found_in_an_environment(var: &str, wheel_dir: &str) {
+    let prefix = tempfile::tempdir().unwrap();
+    let dir = prefix.path().join(wheel_dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib = dir.join("libcupti.so.13");
+    std::fs::copy(artifacts().cupti_dir.join("libcupti.so.13"), &lib).unwrap();
+    let run = run(
+        "linked",
+        &[],
+        &search_env(&[(var, prefix.path().to_str().unwrap())]),
+    );
+    let g = gpu_section(&run);
+    assert_eq!(g["cupti"]["active"], true, "{g}");
+    let note = format!("{}, CUPTI 130001", lib.display());
+    assert_eq!(g["cupti"]["note"], note.as_str());
+    let text = report_text(run.out_dir.path());
+    assert!(text.contains(&format!("CUPTI: on, {note}")), "{text}");
+}
+
+#[test]
+fn cupti_from_a_virtualenvs_cuda_wheel_is_found() {
+    cupti_found_in_an_environment(
+        "VIRTUAL_ENV",
+        "lib/python3.12/site-packages/nvidia/cuda_cupti/lib",
+    );
+}
+
+#[test]
+fn cupti_from_a_conda_environments_cuda_13_wheels_is_found() {
+    // CUDA 13's wheels share one folder, nvidia/cu13/lib.
+    cupti_found_in_an_environment(
+        "CONDA_PREFIX",
+        "lib/python3.11/site-packages/nvidia/cu13/lib",
+    );
+}
+
+#[test]
+fn without_cupti_anywhere_the_note_names_the_places_searched() {
+    let env = tempfile::tempdir().unwrap();
+    let toolkit = tempfile::tempdir().unwrap();
+    let (env, toolkit) = (
+        env.path().to_str().unwrap(),
+        toolkit.path().to_str().unwrap(),
+    );
+    let run = run(
+        "linked",
+        &[],
+        &search_env(&[("VIRTUAL_ENV", env), ("CUDA_HOME", toolkit)]),
+    );
+    let g = gpu_section(&run);
+    assert_eq!(g["cupti"]["active"], false);
+    assert_eq!(
+        g["cupti"]["note"],
+        format!(
+            "no libcupti loaded, nor found in: the environment {env}, the toolkit {toolkit}, \
+             /usr/local/cuda*, the loader's search path (set GPUSPY_CUPTI_PATH)"
+        )
+        .as_str()
+    );
+}
+
 fn assert_stepped_aside(gpu: &Value) {
     let note = gpu["cupti"]["note"].as_str().unwrap();
     assert!(note.contains("stepped aside"), "{note}");

@@ -13,6 +13,10 @@ pub struct Artifacts {
     /// A directory holding only the fake driver (libcuda.so.1, libcuda.so) and the fake
     /// NCCL (libnccl.so.2, libnccl.so).
     pub driver_dir: PathBuf,
+    /// The fake CUPTI (libcupti.so.13, libcupti.so), apart: only the programs linked with
+    /// it (named cupti*) load it, and gpuspy must find it in no other process unless a
+    /// test puts it somewhere.
+    pub cupti_dir: PathBuf,
     /// The fake libnvidia-ml.so.1.
     pub nvml_dir: PathBuf,
 }
@@ -50,17 +54,23 @@ pub fn artifacts() -> &'static Artifacts {
             "building the shim and the fake driver failed"
         );
         let driver_dir = bin_dir.join("fake-driver");
-        std::fs::create_dir_all(&driver_dir).unwrap();
-        for (built, names) in [
-            ("libcuda.so", ["libcuda.so.1", "libcuda.so"]),
-            ("libnccl.so", ["libnccl.so.2", "libnccl.so"]),
-            ("libcupti.so", ["libcupti.so.13", "libcupti.so"]),
+        let cupti_dir = bin_dir.join("fake-cupti");
+        for (dir, built, names) in [
+            (&driver_dir, "libcuda.so", ["libcuda.so.1", "libcuda.so"]),
+            (&driver_dir, "libnccl.so", ["libnccl.so.2", "libnccl.so"]),
+            (&cupti_dir, "libcupti.so", ["libcupti.so.13", "libcupti.so"]),
         ] {
+            std::fs::create_dir_all(dir).unwrap();
             for name in names {
-                let dst = driver_dir.join(name);
+                let dst = dir.join(name);
                 let _ = std::fs::remove_file(&dst);
                 std::fs::copy(bin_dir.join(built), &dst).unwrap();
             }
+        }
+        // A libcupti left in the driver's folder by an older layout would be found on the
+        // library path.
+        for name in ["libcupti.so.13", "libcupti.so"] {
+            let _ = std::fs::remove_file(driver_dir.join(name));
         }
         // NVML in a directory of its own: only the tests that put it on the library path
         // see it (`with_fake_nvml`).
@@ -72,6 +82,7 @@ pub fn artifacts() -> &'static Artifacts {
         Artifacts {
             bin_dir,
             driver_dir,
+            cupti_dir,
             nvml_dir,
         }
     })
@@ -112,8 +123,21 @@ pub fn program(name: &str) -> PathBuf {
         .arg("-L")
         .arg(&a.driver_dir)
         .args(["-lcuda", "-lnccl", "-ldl", "-lpthread"])
-        // Only programs named cupti* load the fake CUPTI: in the others gpuspy finds none.
-        .args(name.starts_with("cupti").then_some("-lcupti"))
+        // Only programs named cupti* load the fake CUPTI (from its folder, through their
+        // run path): in the others gpuspy finds none.
+        .args(
+            name.starts_with("cupti")
+                .then(|| {
+                    let dir = a.cupti_dir.display();
+                    [
+                        format!("-L{dir}"),
+                        "-lcupti".into(),
+                        format!("-Wl,-rpath,{dir}"),
+                    ]
+                })
+                .into_iter()
+                .flatten(),
+        )
         .output()
         .expect("a C compiler (cc) is needed for the integration tests");
     assert!(

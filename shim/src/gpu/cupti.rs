@@ -23,10 +23,12 @@
 //! torch.profiler on the H200 (bench/results/gpu-2026-11-29-truth-1).
 
 use super::activity::{Aggregator, Record};
+use super::cupti_places::{self, SONAMES};
 use crate::resolve::lookup;
 use gpuspy_format::timeline::HostEventKind;
 use gpuspy_format::SyncCause;
 use std::ffi::{c_char, c_void, CStr};
+use std::os::unix::ffi::OsStrExt;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
 use std::sync::{Mutex, OnceLock};
@@ -527,64 +529,83 @@ fn layout_known(version: u32) -> bool {
     (18..=28).contains(&version) || (130_000..140_000).contains(&version)
 }
 
-/// The libcupti the process already has, else `GPUSPY_CUPTI_PATH`, else one beside its
-/// libcudart, else the toolkit's (`$CUDA_HOME`, /usr/local/cuda).
+/// The libcupti the process already has (using another beside it would give the process
+/// two CUPTIs), else `GPUSPY_CUPTI_PATH`, else the first found where the process's
+/// framework could load one from (`cupti_places`): beside its libcudart, its Python
+/// environment's CUDA wheels, the toolkits, the loader's search path. Found nowhere, the
+/// note names the places searched.
 fn find_library() -> Result<(*mut c_void, String), String> {
-    for soname in [c"libcupti.so.13", c"libcupti.so.12", c"libcupti.so"] {
+    for soname in SONAMES {
+        let Ok(c_soname) = std::ffi::CString::new(soname) else {
+            continue;
+        };
         // SAFETY: a valid C string; RTLD_NOLOAD only returns an already loaded object.
-        let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        let h = unsafe { libc::dlopen(c_soname.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
         if !h.is_null() {
-            return Ok((h, soname.to_string_lossy().into_owned()));
+            return Ok((h, soname.to_string()));
         }
     }
-    let mut dirs = Vec::new();
     if let Some(path) = &crate::config::load().cupti_path {
         return open_path(path).ok_or(format!(
             "GPUSPY_CUPTI_PATH={} could not be loaded",
             path.display()
         ));
     }
-    if let Some(cudart) = loaded_object_containing("libcudart.so") {
-        if let Some(dir) = cudart.parent() {
-            // Toolkit (lib64 -> extras/CUPTI/lib64) and pip wheel (cuda_runtime/lib ->
-            // cuda_cupti/lib, or one shared cu13/lib) layouts.
-            dirs.extend([
-                dir.to_path_buf(),
-                dir.join("../extras/CUPTI/lib64"),
-                dir.join("../../cuda_cupti/lib"),
-            ]);
-        }
-    }
-    for var in ["CUDA_HOME", "CUDA_PATH"] {
-        if let Some(home) = std::env::var_os(var).filter(|p| !p.is_empty()) {
-            dirs.push(std::path::PathBuf::from(home).join("extras/CUPTI/lib64"));
-        }
-    }
-    dirs.push("/usr/local/cuda/extras/CUPTI/lib64".into());
-    for candidate in dirs {
-        let Ok(entries) = std::fs::read_dir(&candidate) else {
+    let env = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let process = cupti_places::Process {
+        loaded: loaded_objects(),
+        virtual_env: env("VIRTUAL_ENV"),
+        conda_prefix: env("CONDA_PREFIX"),
+        cuda_home: env("CUDA_HOME"),
+        cuda_path: env("CUDA_PATH"),
+        exe: std::fs::read_link("/proc/self/exe").ok(),
+    };
+    let driver_major = super::cuda_driver_version().map(|v| v / 1000);
+    let places = cupti_places::places(&process);
+    let mut searched = Vec::new();
+    for place in &places {
+        if *place == cupti_places::Place::Loader {
+            let sonames = cupti_places::ranked(SONAMES.map(String::from), driver_major);
+            if let Some(found) = sonames
+                .iter()
+                .find_map(|s| open_path(std::path::Path::new(s)))
+            {
+                return Ok(found);
+            }
             continue;
-        };
-        let mut names: Vec<_> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("libcupti.so"))
-            })
-            .collect();
-        names.sort();
-        if let Some(found) = names.iter().find_map(|p| open_path(p)) {
-            return Ok(found);
+        }
+        for folder in cupti_places::folders(place) {
+            if searched.contains(&folder) {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&folder) else {
+                searched.push(folder);
+                continue;
+            };
+            let names = entries
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok());
+            let found = cupti_places::ranked(names, driver_major)
+                .iter()
+                .find_map(|name| open_path(&folder.join(name)));
+            if let Some(found) = found {
+                return Ok(found);
+            }
+            searched.push(folder);
         }
     }
-    Err(
-        "no libcupti loaded, beside libcudart or in the CUDA toolkit (set GPUSPY_CUPTI_PATH)"
-            .into(),
-    )
+    let looked: Vec<String> = places.iter().map(cupti_places::describe).collect();
+    Err(format!(
+        "no libcupti loaded, nor found in: {} (set GPUSPY_CUPTI_PATH)",
+        looked.join(", ")
+    ))
 }
 
+/// dlopen's search for a bare soname, or the file at a path.
 fn open_path(path: &std::path::Path) -> Option<(*mut c_void, String)> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
     // SAFETY: a valid C string path.
@@ -592,38 +613,29 @@ fn open_path(path: &std::path::Path) -> Option<(*mut c_void, String)> {
     (!h.is_null()).then(|| (h, path.display().to_string()))
 }
 
-/// The path of a loaded object whose file name contains `needle`.
-fn loaded_object_containing(needle: &str) -> Option<std::path::PathBuf> {
-    struct Search<'a> {
-        needle: &'a str,
-        found: Option<std::path::PathBuf>,
-    }
+/// The paths of the process's loaded objects, in load order.
+fn loaded_objects() -> Vec<std::path::PathBuf> {
     unsafe extern "C" fn visit(
         info: *mut libc::dl_phdr_info,
         _size: usize,
         data: *mut c_void,
     ) -> libc::c_int {
         // SAFETY: dl_iterate_phdr passes a valid info and our own data pointer.
-        let (info, search) = unsafe { (&*info, &mut *(data as *mut Search)) };
-        if info.dlpi_name.is_null() {
-            return 0;
-        }
-        // SAFETY: dlpi_name is a C string.
-        let name = unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy();
-        let file = name.rsplit('/').next().unwrap_or_default();
-        if file.contains(search.needle) {
-            search.found = Some(std::path::PathBuf::from(name.as_ref()));
-            return 1;
+        let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<std::path::PathBuf>)) };
+        if !info.dlpi_name.is_null() {
+            // SAFETY: dlpi_name is a C string.
+            let name = unsafe { CStr::from_ptr(info.dlpi_name) };
+            if !name.is_empty() {
+                let name = std::ffi::OsStr::from_bytes(name.to_bytes());
+                found.push(std::path::PathBuf::from(name));
+            }
         }
         0
     }
-    let mut search = Search {
-        needle,
-        found: None,
-    };
-    // SAFETY: the callback only reads the entries and writes into `search`.
-    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut search as *mut Search).cast()) };
-    search.found
+    let mut found: Vec<std::path::PathBuf> = Vec::new();
+    // SAFETY: the callback only reads the entries and writes into `found`.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut found as *mut Vec<_>).cast()) };
+    found
 }
 
 /// Unix ns minus CUPTI's timestamp: a `CLOCK_REALTIME` read between two CUPTI reads, the

@@ -15,6 +15,7 @@
 
 pub mod activity;
 pub mod cupti;
+mod cupti_places;
 mod nvml;
 mod sampling;
 mod telemetry;
