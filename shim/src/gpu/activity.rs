@@ -36,12 +36,11 @@
 //! Inside observed time, the GPU is idle where no kernel, copy or memset runs. Each gap
 //! gets the host's state at its opening (`idle_cause`), from the host's blocking events;
 //! gaps shorter than `BUBBLE_NS` are pipeline bubbles between launches and count as
-//! `Host` without a look at the events. When a gap ends, the record that ended it (a
-//! kernel, a copy to the device, another transfer, or none: the period closed) and its
-//! length file it: counted short or long, and a long gap's idle time, in the pieces of
-//! their causes, per way it ended (`DeviceWindows::long_idle_ns`): dispatch gaps between
-//! dense launches are short, one after every launch; a host away for the next batch leaves
-//! long gaps that a copy to the device ends.
+//! `Host` without a look at the events. When a gap ends it is counted, short or long
+//! (`LONG_GAP_NS`), and a long one's idle time, piece by piece under the causes above, is
+//! filed under what ended it: a kernel, a copy to the device, another transfer, or nothing
+//! (the period closed) (`DeviceWindows::long_idle_ns`). Per-op dispatch leaves one short gap
+//! after every launch; a host away for the next batch leaves long gaps its copy ends.
 
 use gpuspy_format::gpu::{
     nccl_collective, Activity, CollectiveKernels, GpuCopy, GridBlocks, KernelStat, Overhead,
