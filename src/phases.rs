@@ -7,8 +7,8 @@
 
 use crate::profile::{total, ProcessInfo, Profile};
 use gpuspy_format::timeline::{
-    self, DeviceWindows, HostEvent, HostEventKind, HostWindows, IdleCause, IdleSeries, Timeline,
-    UnifiedMemoryWindows,
+    self, DeviceWindows, GapEnd, HostEvent, HostEventKind, HostWindows, IdleCause, IdleSeries,
+    Timeline, UnifiedMemoryWindows,
 };
 use gpuspy_format::{HostKind, SyncCause};
 use serde::Serialize;
@@ -158,6 +158,20 @@ pub struct SteadyGpu {
     /// with device time: a one-off stall of the host (a garbage collection, a compile's
     /// tail), not a per-step wait; summed over the processes, 0 where none has one.
     pub host_stall_ns: u64,
+    /// Of `idle`, the time in idle gaps of `timeline::LONG_GAP_NS` or more, per cause of
+    /// its pieces (the timeline's `IdleCause`: `Host` is `IdleKind::Launch` and
+    /// `IdleKind::Host` together) and what ended the gap (`GapEnd`: a copy to the device
+    /// is the next batch arriving): the devices' `long_idle_ns` over the same windows, less
+    /// the same edge causes, scaled alike. Per cause at most its `idle` (up to rounding);
+    /// the rest of it lies in shorter gaps. Empty for dumps without the series.
+    pub long_idle: BTreeMap<(IdleCause, GapEnd), u64>,
+    /// The idle gaps that ended in those windows, shorter than `LONG_GAP_NS` and of it or
+    /// more (`short_gaps_ended`, `long_gaps_ended`), scaled alike (a gap at an edge counts
+    /// whatever its cause): the idle time outside and inside `long_idle` over these is
+    /// about the mean gap length. A dispatch-bound loop has one short gap per launch, of
+    /// 10-100 µs. 0 for dumps without the series.
+    pub short_gaps: u64,
+    pub long_gaps: u64,
 }
 
 impl SteadyGpu {
@@ -166,7 +180,9 @@ impl SteadyGpu {
         self.busy_ns = scale(self.busy_ns, self.ns, accounted);
         self.transfer_ns = scale(self.transfer_ns, self.ns, accounted);
         self.host_stall_ns = scale(self.host_stall_ns, self.ns, accounted);
-        for ns in self.idle.values_mut() {
+        self.short_gaps = scale(self.short_gaps, self.ns, accounted);
+        self.long_gaps = scale(self.long_gaps, self.ns, accounted);
+        for ns in self.idle.values_mut().chain(self.long_idle.values_mut()) {
             *ns = scale(*ns, self.ns, accounted);
         }
         self
@@ -1057,6 +1073,16 @@ fn steady_state(
                         *host += ns;
                     }
                 }
+                for series in &d.long_idle_ns {
+                    let ns = at(&series.ns, i);
+                    if ns > 0 && !edges.contains(&Some(series.cause)) {
+                        *g.long_idle
+                            .entry((series.cause, series.ended_by))
+                            .or_default() += ns;
+                    }
+                }
+                g.short_gaps += at(&d.short_gaps_ended, i);
+                g.long_gaps += at(&d.long_gaps_ended, i);
             }
             host_idle.extend(window_host);
             steady_spans.push((start, end));
@@ -1777,6 +1803,81 @@ mod tests {
         w.push(LOOP);
         let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
         assert_eq!(g.idle[&IdleKind::AfterSync], (21 * 3 + 8) * MS);
+    }
+
+    #[test]
+    fn long_gap_sums_follow_the_idle_they_are_part_of() {
+        use gpuspy_format::timeline::LongIdleSeries;
+        // The loop's end as above: 20 loop windows, then the one whose last 8 ms after the
+        // final sync begin the idle after the loop. Per loop window, 2 of the 3 ms after
+        // syncs lie in a long gap a kernel ended, the 1 ms of host work in one that a copy
+        // to the device ended, between 5 short gaps.
+        let mut w = times(20, LOOP);
+        w.push(W {
+            busy_ns: 2 * MS,
+            idle_after_sync: 8 * MS,
+            idle_host: 0,
+            ..LOOP
+        });
+        w.extend(times(
+            10,
+            W {
+                idle_after_sync: 10 * MS,
+                ..QUIET
+            },
+        ));
+        let mut t = timeline(&w, true);
+        let in_loop = |ns: u64, edge: u64, after: u64| {
+            let mut v = vec![ns; 20];
+            v.push(edge);
+            v.extend([after; 10]);
+            v
+        };
+        let d = &mut t.devices[0];
+        d.long_idle_ns = vec![
+            LongIdleSeries {
+                cause: IdleCause::AfterSync,
+                ended_by: GapEnd::Kernel,
+                ns: in_loop(2 * MS, 0, 0),
+            },
+            LongIdleSeries {
+                cause: IdleCause::AfterSync,
+                ended_by: GapEnd::NotObserved,
+                ns: in_loop(0, 8 * MS, 10 * MS),
+            },
+            LongIdleSeries {
+                cause: IdleCause::Host,
+                ended_by: GapEnd::CopyToDevice,
+                ns: in_loop(MS, 0, 0),
+            },
+        ];
+        d.short_gaps_ended = in_loop(5, 1, 0);
+        d.long_gaps_ended = in_loop(2, 0, 0);
+        let g = steady(&profile(t.clone())).unwrap().gpu.unwrap();
+        // The edge's idle after the sync leaves with its part in the long gap.
+        assert_eq!(g.idle[&IdleKind::AfterSync], 60 * MS);
+        assert_eq!(
+            g.long_idle,
+            BTreeMap::from([
+                ((IdleCause::AfterSync, GapEnd::Kernel), 40 * MS),
+                ((IdleCause::Host, GapEnd::CopyToDevice), 20 * MS),
+            ])
+        );
+        assert_eq!((g.short_gaps, g.long_gaps), (101, 40));
+        // A tenth of each window recorded, the same gaps ending in it: all scaled by 10.
+        let d = &mut t.devices[0];
+        let idle = d.idle_ns.iter_mut().map(|s| &mut s.ns);
+        let long = d.long_idle_ns.iter_mut().map(|s| &mut s.ns);
+        for s in idle.chain(long).chain([&mut d.busy_ns]) {
+            s.iter_mut().for_each(|v| *v /= 10);
+        }
+        let g = steady(&profile(t)).unwrap().gpu.unwrap();
+        assert_eq!(g.idle[&IdleKind::AfterSync], 60 * MS);
+        assert_eq!(
+            g.long_idle[&(IdleCause::Host, GapEnd::CopyToDevice)],
+            20 * MS
+        );
+        assert_eq!((g.short_gaps, g.long_gaps), (1010, 400));
     }
 
     #[test]

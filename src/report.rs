@@ -828,7 +828,7 @@ mod tests {
                 busy_ns: 20,
                 transfer_ns: 30,
                 idle: BTreeMap::from([(IdleKind::Host, 50)]),
-                host_stall_ns: 0,
+                ..SteadyGpu::default()
             }),
             ..SteadyState::default()
         };

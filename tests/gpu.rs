@@ -916,6 +916,88 @@ fn sampled_windows_count_as_observed_only_time_that_is_busy_or_idle() {
     );
 }
 
+/// The first device's long-gap series of a dump's timeline: (cause, ended by) and the sum.
+fn long_idle(device: &Value) -> Vec<((String, String), u64)> {
+    (device["long_idle_ns"].as_array().unwrap().iter())
+        .map(|s| {
+            let key = (
+                s["cause"].as_str().unwrap(),
+                s["ended_by"].as_str().unwrap(),
+            );
+            let ns = series(&s["ns"]).iter().sum();
+            ((key.0.to_string(), key.1.to_string()), ns)
+        })
+        .collect()
+}
+
+/// Per window and cause, the time in long gaps is part of the idle time.
+fn assert_long_idle_within_idle(device: &Value) {
+    for idle in device["idle_ns"].as_array().unwrap() {
+        let mut in_long = vec![0; series(&idle["ns"]).len()];
+        for long in device["long_idle_ns"].as_array().unwrap() {
+            if long["cause"] == idle["cause"] {
+                for (sum, ns) in in_long.iter_mut().zip(series(&long["ns"])) {
+                    *sum += ns;
+                }
+            }
+        }
+        let within = in_long
+            .iter()
+            .zip(series(&idle["ns"]))
+            .all(|(l, i)| *l <= i);
+        assert!(within, "{device}");
+    }
+}
+
+#[test]
+fn a_host_away_before_each_batch_copy_leaves_long_gaps_the_copy_ends() {
+    // 20 bursts of kernels, each followed by 5 ms of host sleep and the next batch's copy
+    // to the device: each gap, from the burst's end (50 µs after it began) to the copy, is
+    // at least 4.95 ms of host work.
+    let run = run("cupti_gaps", &["sleep"], FULL);
+    let dump = dump_of(&run);
+    let device = &dump["timeline"]["devices"][0];
+    let long = long_idle(device);
+    let key = ("host".to_string(), "copy-to-device".to_string());
+    let ended_by_copy = long.iter().find(|(k, _)| *k == key).map(|(_, ns)| *ns);
+    let ended_by_copy = ended_by_copy.unwrap_or_else(|| panic!("{device}"));
+    let run_ns = dump["stop_unix_ns"].as_u64().unwrap() - dump["start_unix_ns"].as_u64().unwrap();
+    assert!(
+        ended_by_copy >= 20 * 4_950_000 && ended_by_copy <= run_ns,
+        "{ended_by_copy} ns of {run_ns}: {device}"
+    );
+    assert!(series(&device["long_gaps_ended"]).iter().sum::<u64>() >= 20);
+    assert_long_idle_within_idle(device);
+}
+
+#[test]
+fn per_op_dispatch_leaves_short_gaps_one_per_record() {
+    // 11,000 records 20 µs apart: 10,999 gaps of 20 µs between them, and at most the one
+    // before the first and the one after the last besides, which alone can be long.
+    let run = run("cupti_gaps", &["dense"], FULL);
+    let dump = dump_of(&run);
+    let device = &dump["timeline"]["devices"][0];
+    let short: u64 = series(&device["short_gaps_ended"]).iter().sum();
+    let long: u64 = series(&device["long_gaps_ended"]).iter().sum();
+    assert!(
+        short + long >= 10_999 && short + long <= 11_001 && long <= 2,
+        "{short} short, {long} long: {device}"
+    );
+    let ended: Vec<String> = long_idle(device).into_iter().map(|(k, _)| k.1).collect();
+    assert!(
+        ended.iter().all(|e| e == "kernel" || e == "not-observed"),
+        "{device}"
+    );
+    // Their mean length is the spacing: 10,999 of 20 µs, and at most 2 under 1 ms.
+    let idle: u64 = (device["idle_ns"].as_array().unwrap().iter())
+        .map(|s| series(&s["ns"]).iter().sum::<u64>())
+        .sum();
+    let in_long: u64 = long_idle(device).iter().map(|(_, ns)| ns).sum();
+    let mean = (idle - in_long) as f64 / short as f64;
+    assert!((19_990.0..20_200.0).contains(&mean), "{mean} ns: {device}");
+    assert_long_idle_within_idle(device);
+}
+
 #[test]
 fn under_full_capture_every_record_counts_once() {
     let run = run("cupti_stream", &["500"], FULL);

@@ -97,6 +97,7 @@ fn timeline_dump(rank: u32, run_s: u64) -> Dump {
             ],
             longest_gaps: gaps(1_000, IdleCause::AfterSync),
             recent_gaps: gaps(window_ns / 2, IdleCause::Host),
+            ..DeviceWindows::default()
         }],
         longest_blocking: events(0, HostEventKind::Sync(SyncCause::Explicit)),
         recent_blocking: events(window_ns / 2, HostEventKind::Alloc),

@@ -506,7 +506,9 @@ pub fn on_fork_child() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuspy_format::timeline::{DeviceWindows, UnifiedMemoryWindows};
+    use gpuspy_format::timeline::{
+        DeviceWindows, GapEnd, IdleCause, IdleSeries, LongIdleSeries, UnifiedMemoryWindows,
+    };
 
     #[test]
     fn hooks_fall_in_their_families() {
@@ -650,10 +652,41 @@ mod tests {
                 t.file(1_000 + i * 10 * FIRST_WINDOW_NS, all.clone());
             }
         }
+        // A device with every series in use: each idle cause, each long-gap pair.
+        let windows = t.host.calls.len();
+        let busy = || vec![987_654_321_012; windows];
+        let ends = [
+            GapEnd::Kernel,
+            GapEnd::CopyToDevice,
+            GapEnd::OtherTransfer,
+            GapEnd::NotObserved,
+        ];
+        let device = DeviceWindows {
+            observed_ns: busy(),
+            busy_ns: busy(),
+            kernels: busy(),
+            transfer_ns: busy(),
+            copy_bytes: busy(),
+            idle_ns: (IdleCause::ALL.iter())
+                .map(|&cause| IdleSeries { cause, ns: busy() })
+                .collect(),
+            long_idle_ns: (IdleCause::ALL.iter())
+                .flat_map(|&cause| ends.map(|ended_by| (cause, ended_by)))
+                .map(|(cause, ended_by)| LongIdleSeries {
+                    cause,
+                    ended_by,
+                    ns: busy(),
+                })
+                .collect(),
+            short_gaps_ended: busy(),
+            long_gaps_ended: busy(),
+            ..DeviceWindows::default()
+        };
         let mut timeline = Timeline {
             start_unix_ns: t.origin,
             window_ns: t.window_ns,
             host: t.host.clone(),
+            devices: vec![device],
             ..Timeline::default()
         };
         let full = serde_json::to_vec(&timeline).unwrap().len();
@@ -668,6 +701,10 @@ mod tests {
         assert!(fitted > MAX_JSON_BYTES / 4, "{fitted} bytes");
         assert_eq!(timeline.host.calls.iter().sum::<u64>(), t.filed.calls);
         assert_eq!(timeline.host.copy_bytes.len(), DIRECTIONS * HOST_KINDS);
+        let device = &timeline.devices[0];
+        assert_eq!(device.long_idle_ns.len(), IdleCause::ALL.len() * ends.len());
+        let width = (windows as u64).div_ceil(device.long_gaps_ended.len() as u64);
+        assert_eq!(device.long_gaps_ended[0], width * 987_654_321_012);
     }
 
     /// A measurement, not a check (bench/timeline-snapshot.sh runs it): the CPU time of one

@@ -181,6 +181,25 @@ pub struct DeviceWindows {
     /// occurred. The idle time of a gap is put in the windows it spans.
     #[serde(default)]
     pub idle_ns: Vec<IdleSeries>,
+    /// The part of `idle_ns` that lies in gaps of `LONG_GAP_NS` or more, per cause and per
+    /// what ended the gap; a pair appears only if it occurred. A gap's pieces keep the
+    /// causes they have in `idle_ns` (a gap the host worked through is split by the calls in
+    /// it), and its length decides, whole, whether they are here: per window and cause, the
+    /// sum over `ended_by` is at most that cause's `idle_ns`, and the rest is idle time in
+    /// shorter gaps. The gap open when the dump was written is here as ended by
+    /// `not-observed`, with its idle time so far. Absent from dumps before it existed.
+    #[serde(default)]
+    pub long_idle_ns: Vec<LongIdleSeries>,
+    /// Idle gaps that ended in the window (their last nanosecond in it), shorter than
+    /// `LONG_GAP_NS` and of it or more, the one open at the dump counted as in
+    /// `long_idle_ns`. Over a stretch of windows, the idle time in gaps of either kind over
+    /// their count is about their mean length (a gap's time is spread over the windows it
+    /// spans, its count is in the window of its end).
+    /// Absent from dumps before they existed.
+    #[serde(default)]
+    pub short_gaps_ended: Vec<u64>,
+    #[serde(default)]
+    pub long_gaps_ended: Vec<u64>,
     /// The longest idle gaps above `LONG_GAP_NS` and the most recent ones.
     #[serde(default)]
     pub longest_gaps: Vec<IdleGap>,
@@ -198,7 +217,10 @@ impl DeviceWindows {
             &mut self.transfer_ns,
             &mut self.copy_bytes,
         ];
+        all.push(&mut self.short_gaps_ended);
+        all.push(&mut self.long_gaps_ended);
         all.extend(self.idle_ns.iter_mut().map(|i| &mut i.ns));
+        all.extend(self.long_idle_ns.iter_mut().map(|i| &mut i.ns));
         all
     }
 }
@@ -236,6 +258,30 @@ pub const LONG_GAP_NS: u64 = 1_000_000;
 pub struct IdleSeries {
     pub cause: IdleCause,
     pub ns: Vec<u64>,
+}
+
+/// Idle time in long gaps of one cause that ended one way (`DeviceWindows::long_idle_ns`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LongIdleSeries {
+    pub cause: IdleCause,
+    pub ended_by: GapEnd,
+    pub ns: Vec<u64>,
+}
+
+/// What ended a GPU idle gap: the record that started when it closed. After a long gap, a
+/// copy to the device is the next batch arriving; a kernel, the host's next step launched
+/// (or the next op of a framework that dispatches one at a time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GapEnd {
+    Kernel,
+    /// A copy from host memory to the device (CUPTI's `HtoD` and `HtoA`).
+    CopyToDevice,
+    /// Any other copy, or a memset.
+    OtherTransfer,
+    /// No record: the recording period closed (a sampled slot's end, the process's exit)
+    /// or the dump was written while the gap was open.
+    NotObserved,
 }
 
 /// What the host was doing when a GPU idle gap opened (the GPU had finished everything
@@ -381,6 +427,13 @@ mod tests {
             },
             devices: vec![DeviceWindows {
                 busy_ns: vec![7, 8],
+                long_idle_ns: vec![LongIdleSeries {
+                    cause: IdleCause::Host,
+                    ended_by: GapEnd::CopyToDevice,
+                    ns: vec![1, 2, 3],
+                }],
+                short_gaps_ended: vec![4, 4],
+                long_gaps_ended: vec![0, 1, 1],
                 ..DeviceWindows::default()
             }],
             ..Timeline::default()
@@ -389,7 +442,24 @@ mod tests {
         assert_eq!(t.window_ns, 20);
         assert_eq!(t.host.calls, vec![3, 3]);
         assert_eq!(t.host.blocked_ns[0].ns, vec![9, 6]);
-        assert_eq!(t.devices[0].busy_ns, vec![15]);
+        let d = &t.devices[0];
+        assert_eq!(d.busy_ns, vec![15]);
+        assert_eq!(d.long_idle_ns[0].ns, vec![3, 3]);
+        assert_eq!(
+            (&d.short_gaps_ended, &d.long_gaps_ended),
+            (&vec![8], &vec![1, 1])
+        );
+    }
+
+    #[test]
+    fn a_device_entry_without_the_long_gap_series_loads() {
+        let d: DeviceWindows = serde_json::from_str(
+            r#"{"ordinal": 0, "observed_ns": [5], "busy_ns": [1], "kernels": [1],
+                "copy_bytes": [0], "idle_ns": [{"cause": "host", "ns": [4]}]}"#,
+        )
+        .unwrap();
+        assert!(d.long_idle_ns.is_empty() && d.short_gaps_ended.is_empty());
+        assert!(d.long_gaps_ended.is_empty());
     }
 
     #[test]

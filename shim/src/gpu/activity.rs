@@ -36,7 +36,11 @@
 //! Inside observed time, the GPU is idle where no kernel, copy or memset runs. Each gap
 //! gets the host's state at its opening (`idle_cause`), from the host's blocking events;
 //! gaps shorter than `BUBBLE_NS` are pipeline bubbles between launches and count as
-//! `Host` without a look at the events.
+//! `Host` without a look at the events. When a gap ends it is counted, short or long
+//! (`LONG_GAP_NS`), and a long one's idle time, piece by piece under the causes above, is
+//! filed under what ended it: a kernel, a copy to the device, another transfer, or nothing
+//! (the period closed) (`DeviceWindows::long_idle_ns`). Per-op dispatch leaves one short gap
+//! after every launch; a host away for the next batch leaves long gaps its copy ends.
 
 use gpuspy_format::gpu::{
     nccl_collective, Activity, CollectiveKernels, GpuCopy, GridBlocks, KernelStat, Overhead,
@@ -44,8 +48,8 @@ use gpuspy_format::gpu::{
 };
 use gpuspy_format::hist::{self, Histogram};
 use gpuspy_format::timeline::{
-    self, DeviceWindows, HostEvent, HostEventKind, IdleCause, IdleGap, IdleSeries,
-    UnifiedMemoryWindows, FIRST_WINDOW_NS, LONG_GAP_NS, SAMPLED_EVENTS, WINDOWS,
+    self, DeviceWindows, GapEnd, HostEvent, HostEventKind, IdleCause, IdleGap, IdleSeries,
+    LongIdleSeries, UnifiedMemoryWindows, FIRST_WINDOW_NS, LONG_GAP_NS, SAMPLED_EVENTS, WINDOWS,
 };
 use gpuspy_format::SyncCause;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -107,6 +111,9 @@ const SILENT_LAUNCHES: u64 = 64;
 const SILENT_PERIODS: u32 = 2;
 /// Distinct kernels tracked by name; later ones are summed into one "other" entry.
 const MAX_KERNEL_NAMES: usize = 4096;
+/// Pieces of the open idle gap held one by one (`OpenGap`); later ones are spread per
+/// cause at once.
+const GAP_PIECES: usize = 256;
 /// Idle gaps shorter than this are the pipeline bubble between two launches (an empty
 /// kernel's launch takes 2.9-3.7 µs on the H200): cause `Host`, without looking at the
 /// host's events, which a launch-bound loop would otherwise do 100,000 times a second.
@@ -518,7 +525,12 @@ impl Aggregator {
                     .or_default()
                     .add(bytes, start, end);
                 d.series.copy_bytes.add(origin, end, bytes);
-                d.interval(origin, start, end, false);
+                let ends_gap = if kind == COPY_HTOD || kind == COPY_HTOA {
+                    GapEnd::CopyToDevice
+                } else {
+                    GapEnd::OtherTransfer
+                };
+                d.interval(origin, start, end, ends_gap);
             }
             Record::Memset {
                 device,
@@ -530,7 +542,7 @@ impl Aggregator {
                 self.record_started(start, false);
                 let d = self.devices.entry(device).or_default();
                 d.memsets.add(bytes, start, end);
-                d.interval(origin, start, end, false);
+                d.interval(origin, start, end, GapEnd::OtherTransfer);
             }
             Record::UnifiedMemory {
                 counter,
@@ -816,7 +828,10 @@ fn scale(v: u64, factor: f64) -> u64 {
     (v as f64 * factor).round() as u64
 }
 
+/// CUPTI's copy kinds from host memory to the device (a linear buffer, an array), and back.
+const COPY_HTOD: u8 = 1;
 const COPY_DTOH: u8 = 2;
+const COPY_HTOA: u8 = 3;
 
 fn copy_name(kind: u8) -> &'static str {
     match kind {
@@ -909,14 +924,30 @@ impl Series {
             .div_ceil((window_ns / self.window_ns) as usize)
     }
 
-    /// The values at width `window_ns` (a power-of-two multiple of this one), `len` long.
-    fn at_width(mut self, window_ns: u64, len: usize) -> Vec<u64> {
+    /// Merges neighbours until the width is `window_ns` (a power-of-two multiple of this
+    /// one) or more.
+    fn widen(&mut self, window_ns: u64) {
         while self.window_ns < window_ns {
             timeline::merge_pairs(&mut self.values);
             self.window_ns *= 2;
         }
+    }
+
+    /// The values at width `window_ns` (a power-of-two multiple of this one), `len` long.
+    fn at_width(mut self, window_ns: u64, len: usize) -> Vec<u64> {
+        self.widen(window_ns);
         self.values.resize(len.max(self.values.len()), 0);
         self.values
+    }
+
+    /// Adds `other`'s values window by window, at the wider of the two widths.
+    fn add_series(&mut self, other: Series) {
+        self.widen(other.window_ns);
+        let values = other.at_width(self.window_ns, self.values.len());
+        self.values.resize(values.len(), 0);
+        for (sum, v) in self.values.iter_mut().zip(values) {
+            *sum += v;
+        }
     }
 }
 
@@ -986,8 +1017,43 @@ struct DeviceSeries {
     kernels: Series,
     copy_bytes: Series,
     idle: BTreeMap<IdleCause, Series>,
+    /// Of `idle`, the time in long gaps, per cause and what ended the gap.
+    long_idle: BTreeMap<(IdleCause, GapEnd), Series>,
+    /// Gaps that ended, shorter than `LONG_GAP_NS` and not.
+    short_gaps: Series,
+    long_gaps: Series,
+    open_gap: OpenGap,
     longest_gaps: Vec<IdleGap>,
     recent_gaps: VecDeque<IdleGap>,
+}
+
+/// The idle time of the gap open at the sweep's frontier, held until the gap ends and its
+/// length says whether it belongs to the long-gap series.
+#[derive(Clone, Default)]
+struct OpenGap {
+    /// Its idle time so far.
+    ns: u64,
+    /// Its pieces, in time order, neighbours of one cause joined: its first `GAP_PIECES`...
+    pieces: Vec<(u64, u64, IdleCause)>,
+    /// ...and the later ones spread per cause, for a gap the host spent in thousands of
+    /// calls.
+    spilled: BTreeMap<IdleCause, Series>,
+}
+
+impl OpenGap {
+    fn add(&mut self, origin: u64, start: u64, end: u64, cause: IdleCause) {
+        self.ns += end - start;
+        let held = self.pieces.len();
+        match self.pieces.last_mut() {
+            Some(last) if last.1 == start && last.2 == cause => last.1 = end,
+            _ if held < GAP_PIECES => self.pieces.push((start, end, cause)),
+            _ => self
+                .spilled
+                .entry(cause)
+                .or_default()
+                .spread(origin, start, end),
+        }
+    }
 }
 
 impl DeviceSeries {
@@ -998,9 +1064,12 @@ impl DeviceSeries {
             &self.active,
             &self.kernels,
             &self.copy_bytes,
+            &self.short_gaps,
+            &self.long_gaps,
         ]
         .into_iter()
         .chain(self.idle.values())
+        .chain(self.long_idle.values())
     }
 
     fn widths(&self) -> impl Iterator<Item = u64> + '_ {
@@ -1034,9 +1103,58 @@ impl DeviceSeries {
                     ns: s.at_width(window_ns, len),
                 })
                 .collect(),
+            long_idle_ns: self
+                .long_idle
+                .into_iter()
+                .map(|((cause, ended_by), s)| LongIdleSeries {
+                    cause,
+                    ended_by,
+                    ns: s.at_width(window_ns, len),
+                })
+                .collect(),
+            short_gaps_ended: self.short_gaps.at_width(window_ns, len),
+            long_gaps_ended: self.long_gaps.at_width(window_ns, len),
             longest_gaps: self.longest_gaps,
             recent_gaps: self.recent_gaps.into(),
         }
+    }
+
+    /// Idle time `[start, end)` of `cause`, in the gap open at the sweep's frontier.
+    fn add_idle(&mut self, origin: u64, start: u64, end: u64, cause: IdleCause) {
+        self.idle
+            .entry(cause)
+            .or_default()
+            .spread(origin, start, end);
+        self.open_gap.add(origin, start, end, cause);
+    }
+
+    /// The open gap ended at `at`, by `ended_by`: counted, and its idle time, if it is
+    /// long, put in the long-gap series. Its length is the idle time committed to it, which
+    /// `idle` holds (the end of a period that lost records can come before that).
+    fn gap_ended(&mut self, origin: u64, at: u64, ended_by: GapEnd) {
+        let gap = &mut self.open_gap;
+        let long = gap.ns >= LONG_GAP_NS;
+        let count = if long {
+            &mut self.long_gaps
+        } else {
+            &mut self.short_gaps
+        };
+        // In the window of its last nanosecond: a gap that ends at a window's edge is all
+        // in the window before.
+        count.add(origin, at.saturating_sub(1), 1);
+        if long {
+            for (start, end, cause) in gap.pieces.drain(..) {
+                let series = self.long_idle.entry((cause, ended_by)).or_default();
+                series.spread(origin, start, end);
+            }
+            for (cause, spilled) in std::mem::take(&mut gap.spilled) {
+                let series = self.long_idle.entry((cause, ended_by)).or_default();
+                series.add_series(spilled);
+            }
+        }
+        gap.pieces.clear();
+        gap.spilled.clear();
+        gap.ns = 0;
     }
 
     /// A finished idle gap, for the bounded samples: the longest above `LONG_GAP_NS` and
@@ -1062,7 +1180,14 @@ impl DeviceSeries {
 struct Interval {
     start: u64,
     end: u64,
-    kernel: bool,
+    /// What its record is, as the end of the gap before it.
+    ends_gap: GapEnd,
+}
+
+impl Interval {
+    fn kernel(&self) -> bool {
+        self.ends_gap == GapEnd::Kernel
+    }
 }
 
 /// Copies or memsets: how many, how many bytes, how long on the GPU.
@@ -1202,10 +1327,10 @@ impl DeviceAgg {
             stat.min_blocks.min(blocks)
         };
         stat.max_blocks = stat.max_blocks.max(blocks);
-        self.interval(origin, start, end, true);
+        self.interval(origin, start, end, GapEnd::Kernel);
     }
 
-    fn interval(&mut self, origin: u64, start: u64, end: u64, kernel: bool) {
+    fn interval(&mut self, origin: u64, start: u64, end: u64, ends_gap: GapEnd) {
         if start == 0 || end <= start {
             return;
         }
@@ -1215,7 +1340,11 @@ impl DeviceAgg {
             self.first.min(start)
         };
         self.last = self.last.max(end);
-        self.pending.push(Interval { start, end, kernel });
+        self.pending.push(Interval {
+            start,
+            end,
+            ends_gap,
+        });
         if self.pending.len() >= MAX_PENDING {
             // No period boundary is known here: fold the intervals, sweep no further.
             self.fold(origin, u64::MAX, &mut |_, _, _| true);
@@ -1275,10 +1404,10 @@ impl DeviceAgg {
                         continue;
                     }
                 }
-                self.advance(origin, periods, i.start, Some(i.kernel), events);
-                self.sweep_record(periods, i);
+                self.advance(origin, periods, i.start, Some(i.kernel()), events);
+                self.sweep_record(origin, periods, i);
             }
-            if i.kernel {
+            if i.kernel() {
                 if let Some((s, e)) = self.busy.add(i.start, i.end) {
                     self.series.busy.spread(origin, s, e);
                 }
@@ -1291,7 +1420,7 @@ impl DeviceAgg {
 
     /// Moves the sweep onto a record of the period being swept, which starts at or after
     /// the frontier (`advance` has committed up to its start, or to the period's end).
-    fn sweep_record(&mut self, periods: &Periods<'_>, i: Interval) {
+    fn sweep_record(&mut self, origin: u64, periods: &Periods<'_>, i: Interval) {
         let s = &mut self.sweep;
         let period = periods.get(s.period);
         let closed_before =
@@ -1300,7 +1429,7 @@ impl DeviceAgg {
         // lost kernels (one stream runs in order): the gap is theirs, not idle. torch.compile's
         // short loop ended in a period whose 555 launches left no record and one memset 13 ms
         // later, and the 13 ms read as host-side idle (gpu-2026-12-01-session17-phases-20).
-        let after_lost = !i.kernel
+        let after_lost = !i.kernel()
             && i.start > s.run_end
             && period.is_some_and(|p| periods.lost(&p) && i.start <= p.off);
         if after_lost {
@@ -1321,14 +1450,16 @@ impl DeviceAgg {
                 [hist::bucket_index(i.start - s.run_end)] += 1;
         }
         if i.start >= self.sweep.frontier.max(self.sweep.run_end) {
-            self.close_gap(i.start);
+            self.close_gap(origin, i.start, i.ends_gap);
         }
         self.sweep.run_end = self.sweep.run_end.max(i.end);
     }
 
-    /// The idle gap open at the frontier ended at `at`: into the samples.
-    fn close_gap(&mut self, at: u64) {
+    /// The idle gap open at the frontier ended at `at`, by `ended_by`: into the series and
+    /// the samples.
+    fn close_gap(&mut self, origin: u64, at: u64, ended_by: GapEnd) {
         if let Some((opened, cause)) = self.sweep.gap.take() {
+            self.series.gap_ended(origin, at, ended_by);
             self.series.sample_gap(IdleGap {
                 start_unix_ns: opened,
                 end_unix_ns: at,
@@ -1370,7 +1501,7 @@ impl DeviceAgg {
                         self.sweep.frontier = self.sweep.frontier.max(period.on);
                     }
                     self.commit(origin, observed_to, false, events);
-                    self.close_gap(observed_to);
+                    self.close_gap(origin, observed_to, GapEnd::NotObserved);
                     if lost {
                         self.lost_tails += 1;
                         self.lost_tail_ns += self.lost_tail(&period, observed_to);
@@ -1395,7 +1526,7 @@ impl DeviceAgg {
                     self.commit(origin, to.min(observed_to), at_record, events);
                     if to >= observed_to {
                         // Switched off, and past its last activity: its tail gap is over.
-                        self.close_gap(observed_to);
+                        self.close_gap(origin, observed_to, GapEnd::NotObserved);
                     }
                     if lost && to >= period.off && self.sweep.lost_from.is_none() {
                         self.sweep.lost_from = Some(self.tail_start(&period, observed_to));
@@ -1468,11 +1599,7 @@ impl DeviceAgg {
                 _ => split_by_calls(idle_from, to, &found),
             };
             for (start, end, cause) in pieces {
-                self.series
-                    .idle
-                    .entry(cause)
-                    .or_default()
-                    .spread(origin, start, end);
+                self.series.add_idle(origin, start, end, cause);
             }
         }
         self.sweep.frontier = to;
@@ -1507,6 +1634,10 @@ impl DeviceAgg {
         if let Some((s, e)) = active.close() {
             series.active.spread(origin, s, e);
         }
+        // The gap open now, as far as it was committed.
+        if self.sweep.gap.is_some() {
+            series.gap_ended(origin, self.sweep.frontier, GapEnd::NotObserved);
+        }
         series
     }
 
@@ -1517,7 +1648,7 @@ impl DeviceAgg {
         let mut pending = self.pending.clone();
         pending.sort_unstable_by_key(|i| i.start);
         for i in &pending {
-            if i.kernel {
+            if i.kernel() {
                 busy.add(i.start, i.end);
             }
             active.add(i.start, i.end);
@@ -1883,7 +2014,7 @@ mod tests {
         assert_eq!(a.first_unix_ns, T0 + 30 * MS);
     }
 
-    fn full() -> Aggregator {
+    pub(super) fn full() -> Aggregator {
         Aggregator::new(T0, T0, 0, false, 0)
     }
 
@@ -2201,6 +2332,23 @@ mod tests {
         // Column-wise: every series as long.
         assert_eq!(w[0].observed_ns.len(), w[0].busy_ns.len());
         assert_eq!(w[0].kernels.len(), w[0].busy_ns.len());
+        // Every gap is long, and merged with its windows: 3,599 ended by the next kernel,
+        // the last by the close.
+        let long = long_idle(&w[0]);
+        assert_eq!(long.len(), 2);
+        assert_eq!((long[0].0, long[0].1), (IdleCause::Host, GapEnd::Kernel));
+        assert_eq!(long[0].2.iter().sum::<u64>(), 3599 * 999 * MS);
+        assert_eq!(
+            (long[1].1, long[1].2.iter().sum::<u64>()),
+            (GapEnd::NotObserved, 999 * MS)
+        );
+        let in_long: Vec<u64> = (0..w[0].busy_ns.len())
+            .map(|i| long[0].2[i] + long[1].2[i])
+            .collect();
+        assert_eq!(in_long, w[0].idle_ns[0].ns);
+        assert_eq!(w[0].long_gaps_ended.iter().sum::<u64>(), 3600);
+        assert_eq!(w[0].long_gaps_ended.len(), w[0].busy_ns.len());
+        assert!(w[0].short_gaps_ended.iter().all(|&n| n == 0));
         // A grid of another origin is not this one.
         assert_eq!(agg.windows(T0 + 1, T0), GpuWindows::default());
     }
@@ -2236,8 +2384,17 @@ mod tests {
         );
     }
 
+    /// A device's long-gap series: (cause, what ended the gaps, per window).
+    pub(super) fn long_idle(w: &DeviceWindows) -> Vec<(IdleCause, GapEnd, Vec<u64>)> {
+        (w.long_idle_ns.iter())
+            .map(|s| (s.cause, s.ended_by, s.ns.clone()))
+            .collect()
+    }
+
     /// Host events as the shim's history would return them: those overlapping the span.
-    fn history(events: Vec<HostEvent>) -> impl FnMut(u64, u64, &mut Vec<HostEvent>) -> bool {
+    pub(super) fn history(
+        events: Vec<HostEvent>,
+    ) -> impl FnMut(u64, u64, &mut Vec<HostEvent>) -> bool {
         move |from, to, out| {
             out.extend(
                 events
@@ -2249,7 +2406,7 @@ mod tests {
         }
     }
 
-    fn event(start: u64, end: u64, kind: HostEventKind) -> HostEvent {
+    pub(super) fn event(start: u64, end: u64, kind: HostEventKind) -> HostEvent {
         HostEvent {
             start_unix_ns: T0 + start,
             end_unix_ns: T0 + end,
@@ -2916,5 +3073,172 @@ mod silence {
             ),
             [None, Some(5_460 * MS)]
         );
+    }
+}
+
+#[cfg(test)]
+mod long_gaps {
+    use super::tests::{copy, event, full, history, kernel, long_idle, no_events, MS, T0, US};
+    use super::*;
+
+    /// The first device's windows after `records` under full capture, closed at `off` ms,
+    /// with `events` the host's.
+    fn gaps_of(records: Vec<Record<'static>>, off: u64, events: Vec<HostEvent>) -> DeviceWindows {
+        let mut agg = full();
+        for r in records {
+            agg.add(r);
+        }
+        agg.period_off(T0 + off * MS, 0);
+        agg.settle(u64::MAX, T0 + off * MS, &mut history(events));
+        agg.windows(T0, T0).devices.remove(0)
+    }
+
+    #[test]
+    fn gaps_between_dense_kernels_are_all_short() {
+        // 100 kernels of 50 µs every 100 µs, closed 50 µs after the last: 99 gaps between
+        // them and the tail, all of 50 µs.
+        let kernels = (0..100).map(|i| kernel(i * 100 * US, i * 100 * US + 50 * US));
+        let w = gaps_of(kernels.collect(), 10, Vec::new());
+        assert_eq!(w.short_gaps_ended, [100]);
+        assert_eq!(w.long_gaps_ended, [0]);
+        assert_eq!(w.long_idle_ns, []);
+        assert_eq!(w.idle_ns[0].ns, [100 * 50 * US]);
+    }
+
+    #[test]
+    fn a_long_gap_a_copy_to_the_device_ended_is_filed_under_it() {
+        // The host away 5 ms after a kernel, then the next batch's copy (HtoD), and the
+        // kernel 0.9 ms after it; a copy back to the host ends the next long gap, and the
+        // close 0.9 ms later a short one.
+        let back = Record::Copy {
+            device: 0,
+            kind: COPY_DTOH,
+            src_memory: 3,
+            dst_memory: 2,
+            bytes: 4,
+            start: T0 + 9 * MS,
+            end: T0 + 9 * MS + 100 * US,
+        };
+        let records = vec![
+            kernel(0, MS),
+            copy(6 * MS, 6 * MS + 100 * US),
+            kernel(7 * MS, 8 * MS),
+            back,
+        ];
+        let w = gaps_of(records, 10, Vec::new());
+        assert_eq!(
+            long_idle(&w),
+            [
+                (IdleCause::Host, GapEnd::CopyToDevice, vec![5 * MS]),
+                (IdleCause::Host, GapEnd::OtherTransfer, vec![MS]),
+            ]
+        );
+        assert_eq!((w.short_gaps_ended, w.long_gaps_ended), (vec![2], vec![2]));
+        // The short gaps' 0.9 ms each are idle, in no long gap.
+        assert_eq!(w.idle_ns[0].ns, [5 * MS + 900 * US + MS + 900 * US]);
+    }
+
+    #[test]
+    fn a_long_gap_a_kernel_ended_keeps_the_causes_of_its_pieces() {
+        // 5 ms between two kernels, the host allocating for 1 ms of them.
+        let alloc = event(2 * MS, 3 * MS, HostEventKind::Alloc);
+        let w = gaps_of(vec![kernel(0, MS), kernel(6 * MS, 7 * MS)], 7, vec![alloc]);
+        assert_eq!(
+            long_idle(&w),
+            [
+                (IdleCause::Alloc, GapEnd::Kernel, vec![MS]),
+                (IdleCause::Host, GapEnd::Kernel, vec![4 * MS]),
+            ]
+        );
+        let idle: Vec<(IdleCause, Vec<u64>)> =
+            w.idle_ns.iter().map(|s| (s.cause, s.ns.clone())).collect();
+        assert_eq!(
+            idle,
+            [
+                (IdleCause::Alloc, vec![MS]),
+                (IdleCause::Host, vec![4 * MS])
+            ]
+        );
+        assert_eq!((w.short_gaps_ended, w.long_gaps_ended), (vec![0], vec![1]));
+        // The sample keeps the cause at its opening.
+        assert_eq!(w.longest_gaps.len(), 1);
+        assert_eq!(w.longest_gaps[0].cause, IdleCause::Host);
+    }
+
+    #[test]
+    fn a_long_gap_is_spread_over_the_windows_it_spans_and_counted_where_it_ends() {
+        let w = gaps_of(
+            vec![kernel(0, 8 * MS), kernel(13 * MS, 14 * MS)],
+            14,
+            Vec::new(),
+        );
+        assert_eq!(
+            long_idle(&w),
+            [(IdleCause::Host, GapEnd::Kernel, vec![2 * MS, 3 * MS])]
+        );
+        assert_eq!(w.long_gaps_ended, [0, 1]);
+        assert_eq!(w.short_gaps_ended, [0, 0]);
+        // A gap that ends at a window's edge is counted in the window it fills.
+        let w = gaps_of(
+            vec![kernel(0, 5 * MS), kernel(10 * MS, 11 * MS)],
+            11,
+            Vec::new(),
+        );
+        assert_eq!(w.long_gaps_ended, [1, 0]);
+    }
+
+    #[test]
+    fn the_gap_open_at_a_dump_counts_as_not_observed_so_far() {
+        let mut agg = full();
+        agg.add(kernel(0, MS));
+        let at = |agg: &mut Aggregator, ns: u64| {
+            agg.settle(T0 + ns, T0 + ns, &mut no_events);
+            agg.windows(T0, T0).devices.remove(0)
+        };
+        // Open for 0.5 ms: short so far.
+        let w = at(&mut agg, MS + 500 * US);
+        let w = (w.short_gaps_ended, w.long_gaps_ended, w.long_idle_ns);
+        assert_eq!(w, (vec![1], vec![0], vec![]));
+        let w = at(&mut agg, 4 * MS);
+        assert_eq!(
+            long_idle(&w),
+            [(IdleCause::Host, GapEnd::NotObserved, vec![3 * MS])]
+        );
+        assert_eq!((w.short_gaps_ended, w.long_gaps_ended), (vec![0], vec![1]));
+        // The snapshots left it open: a kernel ends it, and the close the next one.
+        agg.add(kernel(6 * MS, 7 * MS));
+        agg.period_off(T0 + 9 * MS, 0);
+        let w = at(&mut agg, 9 * MS);
+        assert_eq!(
+            long_idle(&w),
+            [
+                (IdleCause::Host, GapEnd::Kernel, vec![5 * MS]),
+                (IdleCause::Host, GapEnd::NotObserved, vec![2 * MS]),
+            ]
+        );
+        assert_eq!((w.short_gaps_ended, w.long_gaps_ended), (vec![0], vec![2]));
+    }
+
+    #[test]
+    fn a_long_gap_through_many_host_calls_keeps_every_piece_exactly() {
+        // 40 ms between two kernels, over 5 windows, the host allocating 10 µs in every
+        // 100 µs of it: 801 pieces, most of them past those held one by one.
+        let allocs = (0..400)
+            .map(|i| {
+                let at = MS + i * 100 * US + 20 * US;
+                event(at, at + 10 * US, HostEventKind::Alloc)
+            })
+            .collect();
+        let w = gaps_of(vec![kernel(0, MS), kernel(41 * MS, 42 * MS)], 42, allocs);
+        let long = long_idle(&w);
+        let idle: Vec<(IdleCause, GapEnd, Vec<u64>)> = (w.idle_ns.iter())
+            .map(|s| (s.cause, GapEnd::Kernel, s.ns.clone()))
+            .collect();
+        assert_eq!(long, idle);
+        assert_eq!(long[0].0, IdleCause::Alloc);
+        assert_eq!(long[0].2.iter().sum::<u64>(), 400 * 10 * US);
+        assert_eq!(long[1].2.iter().sum::<u64>(), 40 * MS - 400 * 10 * US);
+        assert_eq!(long[1].2.len(), 5);
+        assert_eq!(w.long_gaps_ended, [0, 0, 0, 0, 1]);
     }
 }
