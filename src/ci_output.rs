@@ -2,7 +2,8 @@
 //! summary (for `$GITHUB_STEP_SUMMARY`) and GitHub Actions `::error` annotations.
 
 use crate::render_json::JsonTo;
-use anyhow::{Context, Result};
+use crate::{atomic_file, safe_text};
+use anyhow::Result;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -121,17 +122,17 @@ impl Gate<'_> {
     /// holds the one JSON document.
     pub fn emit(&self, out: &Output) -> Result<()> {
         if let Some(path) = &out.junit {
-            std::fs::write(path, self.junit())
-                .with_context(|| format!("{}: cannot write", path.display()))?;
+            atomic_file::write(path, |w| Ok(w.write_all(self.junit().as_bytes())?))?;
         }
         if let Some(path) = &out.markdown {
-            std::fs::write(path, self.markdown())
-                .with_context(|| format!("{}: cannot write", path.display()))?;
+            atomic_file::write(path, |w| Ok(w.write_all(self.markdown().as_bytes())?))?;
         }
         if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+            // One line per annotation: `gh_data` escaped their newlines already.
+            let annotations = safe_text::lines(&self.github_annotations());
             match out.json {
-                Some(JsonTo::Stdout) => eprint!("{}", self.github_annotations()),
-                _ => print!("{}", self.github_annotations()),
+                Some(JsonTo::Stdout) => eprint!("{annotations}"),
+                _ => print!("{annotations}"),
             }
         }
         Ok(())

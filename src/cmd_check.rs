@@ -5,6 +5,7 @@ use crate::analyse::{self, Analysed};
 use crate::ci_output::{Case, Gate, Output};
 use crate::diagnose::Severity;
 use crate::rules;
+use crate::safe_text::Escaped;
 use crate::units::duration;
 use anyhow::{Context, Result};
 use gpuspy_format::apis::{is_hooked_api, HOOKED_APIS};
@@ -357,14 +358,14 @@ fn report(cases: &[Case], notes: &[String], out: &Output) -> Result<bool> {
         }))?;
     } else {
         for note in notes {
-            println!("note: {note}");
+            println!("note: {}", Escaped(note));
         }
         for c in cases {
             println!(
                 "  {} {:<48} {}",
                 if c.passed { "ok  " } else { "FAIL" },
-                c.name,
-                c.message
+                Escaped(&c.name),
+                Escaped(&c.message)
             );
         }
         println!(

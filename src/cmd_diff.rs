@@ -16,6 +16,7 @@ use crate::phases::PhaseKind;
 use crate::profile::{Latency, Profile};
 use crate::render_html;
 use crate::report::LatencyRow;
+use crate::safe_text::Escaped;
 use crate::stats;
 use crate::units::{bytes, duration};
 use anyhow::{bail, Result};
@@ -641,7 +642,7 @@ pub fn diff(
     }
     .emit(out)?;
     if let Some(path) = html {
-        crate::cmd_report::write_file(path, |w| render_html::write_diff(&report, w))?;
+        crate::atomic_file::write(path, |w| render_html::write_diff(&report, w))?;
     }
     if let Some(to) = &out.json {
         to.write(&report)?;
@@ -661,12 +662,16 @@ fn render(r: &DiffReport, o: &Options) -> String {
         o.alpha
     );
     for note in &r.notes {
-        out.push_str(&format!("note: {note}\n"));
+        out.push_str(&format!("note: {}\n", Escaped(note)));
     }
     for c in &r.overall {
         out.push_str(&format!(
             "  {:<11} {:<44} {:>10} -> {:<10} {}\n",
-            "overall", c.what, c.base, c.new, c.detail
+            "overall",
+            Escaped(&c.what),
+            c.base,
+            c.new,
+            Escaped(&c.detail)
         ));
     }
     let mut unchanged = 0;
@@ -682,7 +687,10 @@ fn render(r: &DiffReport, o: &Options) -> String {
         };
         out.push_str(&format!(
             "  {label:<11} {:<44} {:>10} -> {:<10} {}\n",
-            c.what, c.base, c.new, c.detail
+            Escaped(&c.what),
+            c.base,
+            c.new,
+            Escaped(&c.detail)
         ));
     }
     out.push_str(&format!(

@@ -4,10 +4,10 @@
 use crate::analyse::{self, Analysed};
 use crate::render_json::JsonTo;
 use crate::report::Report;
-use crate::{render_html, render_perfetto, render_text};
+use crate::{atomic_file, load, render_html, render_perfetto, render_text, side_files};
 use anyhow::{Context, Result};
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 
 /// Files `report` writes besides stdout.
 pub struct Views {
@@ -21,13 +21,19 @@ pub fn report(
     per_process: bool,
     views: &Views,
 ) -> Result<()> {
+    // The directories named, and the run directories in them.
+    let mut dirs: Vec<PathBuf> = paths.iter().filter(|p| p.is_dir()).cloned().collect();
+    dirs.extend(load::run_paths(paths).unwrap_or_default());
+    for dir in load::distinct(dirs).iter().filter(|p| p.is_dir()) {
+        side_files::remove_stale_temps(dir);
+    }
     let analysed = analyse::load(paths)?;
     let report = Report::new(&analysed);
     if let Some(path) = &views.html {
-        write_file(path, |w| render_html::write_report(&report, w))?;
+        atomic_file::write(path, |w| render_html::write_report(&report, w))?;
     }
     if let Some(path) = &views.perfetto {
-        write_file(path, |w| render_perfetto::write(&report, w))?;
+        atomic_file::write(path, |w| render_perfetto::write(&report, w))?;
     }
     print_report(&report, json, per_process)
 }
@@ -47,19 +53,4 @@ fn print_report(report: &Report, json: Option<&JsonTo>, per_process: bool) -> Re
         )
         .context("cannot write the report"),
     }
-}
-
-/// Writes `path` through `render`; the error names the file, and a file that could not
-/// be written whole is removed.
-pub fn write_file(
-    path: &Path,
-    render: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<()>,
-) -> Result<()> {
-    let cannot = || format!("{}: cannot write", path.display());
-    let mut w = BufWriter::new(std::fs::File::create(path).with_context(cannot)?);
-    let written = render(&mut w).and_then(|()| w.flush().map_err(Into::into));
-    if written.is_err() {
-        let _ = std::fs::remove_file(path);
-    }
-    written.with_context(cannot)
 }

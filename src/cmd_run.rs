@@ -15,6 +15,8 @@ use crate::analyse;
 use crate::ci_output::Output;
 use crate::load::{is_dump_name, read_dump};
 use crate::render_json::JsonTo;
+use crate::safe_text::eprint_line;
+use crate::side_files::{remove_stale_temps, take_unwritten, unwritten_reason};
 use crate::{cmd_check, cmd_report};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
@@ -70,9 +72,9 @@ pub fn print_shim_path() -> Result<ExitCode> {
         .with_context(|| format!("cannot resolve {}", shim.display()))?;
     if !preload::taken_whole(&shim) {
         // ld.so would split it; `gpuspy run` works around that, a shell variable cannot.
-        eprintln!(
-            "gpuspy: ld.so splits LD_PRELOAD at spaces, colons and `$`, so this path cannot \
-             be preloaded as it is; use `gpuspy run`, or a symlink to it from a plain path"
+        eprint_line(
+            "ld.so splits LD_PRELOAD at spaces, colons and `$`, so this path cannot be \
+             preloaded as it is; use `gpuspy run`, or a symlink to it from a plain path",
         );
     }
     println!("{}", shim.display());
@@ -101,13 +103,14 @@ pub fn run(
             out.display()
         )
     })?;
+    remove_stale_temps(&out);
     if let Some(json) = json {
-        json.create()?;
+        json.check()?;
     }
     let prom = prom
         .map(|dir| {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-            check_out_dir(&dir, &token).map(|()| dir.clone()).map_err(|why| {
+            check_out_dir(&dir, &token).map(|()| dir.clone()).inspect(|dir| remove_stale_temps(dir)).map_err(|why| {
                 anyhow!(
                     "cannot write Prometheus files to {}: {why}; choose another directory with --prom",
                     dir.display()
@@ -159,9 +162,11 @@ pub fn run(
     let passed = code == ExitCode::SUCCESS;
 
     let found = this_runs_dumps(&out, &before, &token);
+    let unwritten = Unwritten(take_unwritten(&out, &token));
     if found.mine.is_empty() {
         let why = match check_out_dir(&out, &token) {
             Err(why) => format!("the dumps could not be written to {}: {why}", out.display()),
+            Ok(()) if !unwritten.0.is_empty() => unwritten.describe(&out),
             Ok(()) if status.code() == Some(LOADER_FAILED) && !driver_library_found() => {
                 format!(
                     "the driver library was not found: {DRIVER_LIBRARY} is in neither \
@@ -176,29 +181,35 @@ pub fn run(
                        binary may be setuid, or it may link the driver statically"
                 .to_string(),
         };
-        eprintln!(
-            "gpuspy: {program} wrote no dump of this run{}: {why}.",
+        eprint_line(format_args!(
+            "{program} wrote no dump of this run{}: {why}.",
             found.left_out()
-        );
+        ));
         // A gate with nothing to check does not pass.
         return Ok(if budget.is_some() && passed {
-            eprintln!("gpuspy: --check: no dump to check the budget against");
+            eprint_line("--check: no dump to check the budget against");
             ExitCode::from(2)
         } else {
             code
         });
     }
-    eprintln!(
-        "gpuspy: {} dump(s) of this run in {}{}",
+    eprint_line(format_args!(
+        "{} dump(s) of this run in {}{}",
         found.mine.len(),
         out.display(),
         found.left_out()
-    );
+    ));
+    if !unwritten.0.is_empty() {
+        eprint_line(format_args!(
+            "note: {}: the data of these stops at their last dump written, or is missing",
+            unwritten.describe(&out)
+        ));
+    }
     let analysed = match analyse::load(&found.mine) {
         Ok(analysed) => analysed,
         // The command's status stands; a gate that cannot be evaluated does not pass.
         Err(e) => {
-            eprintln!("gpuspy: {e:#}");
+            eprint_line(format_args!("{e:#}"));
             return Ok(if budget.is_some() && passed {
                 ExitCode::from(2)
             } else {
@@ -209,7 +220,7 @@ pub fn run(
     let Some(budget) = budget else {
         cmd_report::print(&analysed, json, found.mine.len() > 1)?;
         if let Some(JsonTo::File(path)) = json {
-            eprintln!("gpuspy: report written to {}", path.display());
+            eprint_line(format_args!("report written to {}", path.display()));
         }
         return Ok(code);
     };
@@ -220,6 +231,30 @@ pub fn run(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Processes of this run that could not write their dump: pid and errno (`take_unwritten`).
+struct Unwritten(Vec<(u32, i32)>);
+
+impl Unwritten {
+    /// "1 process could not write its dump to DIR: REASON", the reasons each once.
+    fn describe(&self, dir: &Path) -> String {
+        let mut reasons: Vec<String> = self.0.iter().map(|&(_, e)| unwritten_reason(e)).collect();
+        reasons.sort();
+        reasons.dedup();
+        match self.0.len() {
+            1 => format!(
+                "1 process could not write its dump to {}: {}",
+                dir.display(),
+                reasons.join("; ")
+            ),
+            n => format!(
+                "{n} processes could not write their dumps to {}: {}",
+                dir.display(),
+                reasons.join("; ")
+            ),
+        }
+    }
 }
 
 /// The exit status of a program that the dynamic loader could not start: a library it
@@ -270,7 +305,7 @@ impl FindingWriter {
                 std::time::Duration::from_secs_f64,
             );
         let identity = gpuspy_format::prom::Identity {
-            host: hostname(),
+            host: crate::side_files::hostname(),
             rank: None,
             job: None,
             pid: std::process::id(),
@@ -296,10 +331,7 @@ impl FindingWriter {
                 let first = analysed.job.diagnosis.findings.first();
                 let text =
                     gpuspy_format::prom::render_finding(&identity, first.map(|f| (f.id, f.impact)));
-                let tmp = path.with_file_name(format!(".gpuspy-run-{}.tmp", identity.pid));
-                if std::fs::write(&tmp, text).is_ok() {
-                    let _ = std::fs::rename(&tmp, &path);
-                }
+                let _ = crate::atomic_file::write(&path, |w| Ok(w.write_all(text.as_bytes())?));
             }
         });
         FindingWriter {
@@ -318,12 +350,6 @@ impl Drop for FindingWriter {
         }
         let _ = std::fs::remove_file(&self.file);
     }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
 }
 
 /// 128 random bits in hex: unique to this run among everything sharing the directory.
@@ -460,4 +486,23 @@ fn exit_code(status: &std::process::ExitStatus) -> ExitCode {
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1);
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unwritten_dumps_are_counted_with_each_reason_once() {
+        let dir = Path::new("/out");
+        assert_eq!(
+            Unwritten(vec![(7, libc::ENOSPC)]).describe(dir),
+            "1 process could not write its dump to /out: No space left on device (os error 28)"
+        );
+        assert_eq!(
+            Unwritten(vec![(7, libc::EFBIG), (8, libc::ENOSPC), (9, libc::EFBIG)]).describe(dir),
+            "3 processes could not write their dumps to /out: No space left on device (os error \
+             28); a dump was larger than the file-size limit (ulimit -f)"
+        );
+    }
 }

@@ -3,16 +3,18 @@
 //! Schema 1 dumps carry the shim's own small-grid counts and demangled names; both read
 //! the same here.
 
+use gpuspy_format::cap::cut;
 use gpuspy_format::gpu::{Activity, Gpu};
 use gpuspy_format::hist::bucket_bounds;
 
 /// Itanium names demangled; anything else (C, CUDA C `extern "C"`, a name already
-/// demangled) kept as is.
+/// demangled) kept as is. A demangled name can be far longer than the mangled one: it is
+/// cut as every string read from a dump is (`gpuspy_format::cap`).
 pub fn demangle(name: &str) -> String {
     cpp_demangle::Symbol::new(name)
         .ok()
         .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| name.to_string())
+        .map_or_else(|| name.to_string(), |d| cut(&d).into_owned())
 }
 
 /// Demangles the top kernels' names in place, once, as a dump is read: reports, rules
@@ -119,6 +121,19 @@ mod tests {
         ] {
             assert_eq!(demangle(name), shown);
         }
+    }
+
+    #[test]
+    fn a_name_that_demangles_past_the_string_limit_is_cut() {
+        use gpuspy_format::cap::{CUT_MARKER, MAX_STRING_BYTES};
+        // 2,000 parameters `int*`, each after the first a 2-byte back reference.
+        let mangled = format!("_Z1fPi{}", "S_".repeat(1999));
+        assert!(mangled.len() < MAX_STRING_BYTES);
+        let full = format!("f({})", vec!["int*"; 2000].join(", "));
+        assert_eq!(
+            demangle(&mangled),
+            format!("{}{CUT_MARKER}", &full[..MAX_STRING_BYTES])
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@
 use crate::profile::Profile;
 use anyhow::{bail, Context, Result};
 use gpuspy_format::{parse_dump, Dump};
-use std::collections::BTreeSet;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::Metadata;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -32,12 +33,19 @@ fn dumps_in(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Loads and merges every dump under `paths` one at a time, so memory stays bounded by the
 /// merged profile however many rank dumps there are; `each` sees every dump's own profile
-/// before it is merged. Warns, in one line, about dumps owned by someone the reader does not
+/// before it is merged. Of several dumps of one process image, only the latest is read
+/// (`latest_of_each_image`), with one note. Warns, in one line, about dumps owned by someone the reader does not
 /// trust (`trusted_owner`).
 pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Profile> {
     let mut p = Profile::default();
     let mut untrusted = Vec::new();
-    for file in dump_files(paths)? {
+    let (files, copies) = latest_of_each_image(dump_files(paths)?);
+    if copies > 0 {
+        crate::safe_text::eprint_line(format_args!(
+            "note: left out {copies} dump(s) of a process image another file holds too (same host, pid, start time, run token and image): each image counts once, from its latest dump"
+        ));
+    }
+    for file in files {
         let (dump, meta) = read_dump(&file)?;
         if !trusted_owner(&file, &meta) {
             untrusted.push(format!("{} (uid {})", file.display(), meta.uid()));
@@ -47,12 +55,74 @@ pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Prof
         p.absorb(one);
     }
     if !untrusted.is_empty() {
-        eprintln!(
-            "gpuspy: warning: dumps not owned by their directory's owner, you or root (another user may have planted or replaced them): {}",
+        crate::safe_text::eprint_line(format_args!(
+            "warning: dumps not owned by their directory's owner, you or root (another user may have planted or replaced them): {}",
             untrusted.join(", ")
-        );
+        ));
     }
     Ok(p)
+}
+
+/// What tells one process image from another, whichever file holds its dump: the dumps of
+/// one image (a copy under another name, a periodic flush copied before the last) are one.
+#[derive(Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+struct ImageId {
+    host: String,
+    pid: u32,
+    #[serde(default)]
+    run_token: Option<String>,
+    #[serde(default)]
+    image: u32,
+}
+
+/// The fields of a dump that say which image it holds and how late it was taken; the rest
+/// is skipped unread.
+#[derive(Deserialize)]
+struct Stamp {
+    process: ImageId,
+    start_unix_ns: u64,
+    stop_unix_ns: u64,
+    complete: bool,
+}
+
+/// `files` less all but the latest dump of each process image (the one taken last, a
+/// complete one on a tie, else the first named), in order, and how many were left out.
+/// A file that cannot be read as a dump stays, for reading it to say why.
+fn latest_of_each_image(files: Vec<PathBuf>) -> (Vec<PathBuf>, usize) {
+    // Streamed, the rest of the file skipped: the whole text is read once, by `read_dump`.
+    let stamps: Vec<Option<Stamp>> = files
+        .iter()
+        .map(|f| {
+            let (file, _) = open_dump(f).ok()?;
+            let reader = std::io::BufReader::new(file.take(MAX_DUMP_BYTES));
+            gpuspy_format::cap::from_reader::<Stamp>(reader).ok()
+        })
+        .collect();
+    let mut latest: BTreeMap<(&ImageId, u64), usize> = BTreeMap::new();
+    for (i, stamp) in stamps.iter().enumerate() {
+        let Some(s) = stamp else { continue };
+        let later = |j: usize| {
+            let other = stamps[j].as_ref().map(|o| (o.stop_unix_ns, o.complete));
+            Some((s.stop_unix_ns, s.complete)) > other
+        };
+        latest
+            .entry((&s.process, s.start_unix_ns))
+            .and_modify(|j| {
+                if later(*j) {
+                    *j = i;
+                }
+            })
+            .or_insert(i);
+    }
+    let kept: BTreeSet<usize> = latest.into_values().collect();
+    let copies = stamps.iter().filter(|s| s.is_some()).count() - kept.len();
+    let files = files
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| stamps[*i].is_none() || kept.contains(i))
+        .map(|(_, f)| f)
+        .collect();
+    (files, copies)
 }
 
 /// The runs under `paths`, each once however many PATHs name it. A PATH is a run when it is
@@ -139,6 +209,24 @@ pub fn is_dump_name(path: &Path) -> bool {
 /// bounds memory: parsing costs at most a few times the file's size.
 pub fn read_dump(path: &Path) -> Result<(Dump, Metadata)> {
     let cannot_read = || format!("{}: cannot read", path.display());
+    let (file, meta) = open_dump(path)?;
+    // The file may grow while it is read: read one byte past the limit to see that.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_DUMP_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(cannot_read)?;
+    if bytes.len() as u64 > MAX_DUMP_BYTES {
+        return Err(too_large(path, bytes.len() as u64));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{}: not JSON (not UTF-8 text)", path.display()))?;
+    let dump = parse_dump(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok((dump, meta))
+}
+
+/// The dump file `path` opened, if it is a regular file within the size limit.
+fn open_dump(path: &Path) -> Result<(std::fs::File, Metadata)> {
+    let cannot_read = || format!("{}: cannot read", path.display());
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -151,29 +239,19 @@ pub fn read_dump(path: &Path) -> Result<(Dump, Metadata)> {
             path.display()
         );
     }
-    let too_large = |size: u64| {
-        anyhow::anyhow!(
-            "{}: {} MiB, larger than a gpuspy dump can be ({} MiB)",
-            path.display(),
-            size >> 20,
-            MAX_DUMP_BYTES >> 20
-        )
-    };
     if meta.len() > MAX_DUMP_BYTES {
-        return Err(too_large(meta.len()));
+        return Err(too_large(path, meta.len()));
     }
-    // The file may grow while it is read: read one byte past the limit to see that.
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_DUMP_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(cannot_read)?;
-    if bytes.len() as u64 > MAX_DUMP_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| anyhow::anyhow!("{}: not JSON (not UTF-8 text)", path.display()))?;
-    let dump = parse_dump(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok((dump, meta))
+    Ok((file, meta))
+}
+
+fn too_large(path: &Path, size: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: {} MiB, larger than a gpuspy dump can be ({} MiB)",
+        path.display(),
+        size >> 20,
+        MAX_DUMP_BYTES >> 20
+    )
 }
 
 /// Whether a dump's owner is one the reader trusts: the owner of the directory it is in

@@ -6,6 +6,7 @@
 //! `render_perfetto` (formatting only).
 
 mod analyse;
+mod atomic_file;
 mod ci_output;
 mod cmd_check;
 mod cmd_completions;
@@ -30,6 +31,8 @@ mod render_text;
 mod report;
 mod rules;
 mod runs;
+mod safe_text;
+mod side_files;
 mod stats;
 mod timelines;
 mod units;
@@ -87,8 +90,8 @@ Environment:
         out: PathBuf,
         /// Write the report (or, with --check, the gate's result) as one JSON document to
         /// FILE instead of the text report; `-` is stdout, and then the command's own stdout
-        /// goes to stderr, so that stdout holds the JSON alone. FILE is created before the
-        /// command starts.
+        /// goes to stderr, so that stdout holds the JSON alone. FILE's directory is checked
+        /// before the command starts, and FILE is written whole when it ends, or not at all.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
         /// Gate on a budget (see `gpuspy check`) instead of printing the report; exit 1 if
@@ -365,7 +368,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gpuspy: {e:#}");
+            safe_text::eprint_line(format_args!("{e:#}"));
             ExitCode::from(2)
         }
     }

@@ -3,6 +3,7 @@
 //! it; it holds measurements only (judgements are made in `analyse`).
 
 use gpuspy_format::callsites::CallSite;
+use gpuspy_format::cap::cut_args;
 use gpuspy_format::gpu::{Activity, Device, Gpu};
 use gpuspy_format::hist::{add_count, Histogram};
 use gpuspy_format::{base_name, redact_cmdline, Direction, Dump, Ending, HostKind, SyncCause};
@@ -278,8 +279,9 @@ impl Profile {
             pid: d.process.pid,
             host: d.process.host,
             exe: d.process.exe,
-            // Dumps written before the shim redacted secrets still hold them.
-            cmdline: redact_cmdline(&d.process.cmdline),
+            // Dumps written before the shim redacted secrets still hold them. Each argument
+            // is cut already (`parse_dump`); any number of them is cut to one string's size.
+            cmdline: cut_args(redact_cmdline(&d.process.cmdline)),
             start_unix_ns: d.start_unix_ns,
             stop_unix_ns: d.stop_unix_ns,
             wall_ns: d.stop_unix_ns.saturating_sub(d.start_unix_ns),

@@ -24,12 +24,11 @@ impl From<PathBuf> for JsonTo {
 }
 
 impl JsonTo {
-    /// Creates the file now (empty), so that a path that cannot be written is refused
-    /// before a job starts rather than after it.
-    pub fn create(&self) -> Result<()> {
+    /// Checks now that the file can be written (`atomic_file::check`), so that a path
+    /// that cannot be is refused before a job starts rather than after it.
+    pub fn check(&self) -> Result<()> {
         if let JsonTo::File(path) = self {
-            std::fs::File::create(path)
-                .with_context(|| format!("--json {}: cannot write", path.display()))?;
+            crate::atomic_file::check(path).context("--json")?;
         }
         Ok(())
     }
@@ -47,10 +46,9 @@ impl JsonTo {
             JsonTo::Stdout => {
                 emit(value, std::io::stdout().lock()).context("cannot write to stdout")
             }
-            JsonTo::File(path) => std::fs::File::create(path)
-                .map_err(Into::into)
-                .and_then(|f| emit(value, std::io::BufWriter::new(f)))
-                .with_context(|| format!("--json {}: cannot write", path.display())),
+            JsonTo::File(path) => {
+                crate::atomic_file::write(path, |w| emit(value, w)).context("--json")
+            }
         }
     }
 }

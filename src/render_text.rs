@@ -6,6 +6,7 @@ use crate::diagnose::{Finding, Severity};
 use crate::gpm::GpuUse;
 use crate::phases::StepSource;
 use crate::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
+use crate::safe_text::{self, Escaped};
 use crate::units::{bytes, duration, percent};
 use gpuspy_format::Ending;
 use std::fmt::Write;
@@ -52,7 +53,7 @@ fn ranks(out: &mut String, r: &Report) {
             out,
             "  {:>6}  {:<16} {:>8}  {:>10}  {:>8}  {:>8}  {:>10}",
             x.rank.unwrap_or_default(),
-            x.host,
+            Escaped(&x.host),
             x.pid,
             duration(x.steady_ns),
             percent(Some(x.wait_share)),
@@ -103,19 +104,19 @@ fn diagnosis(out: &mut String, r: &Report) {
                 f.id,
                 f.layer.name(),
                 if f.heuristic { ", heuristic" } else { "" },
-                f.summary
+                Escaped(&f.summary)
             );
             let _ = writeln!(
                 out,
                 "  estimated time lost: {:.0} % of the run's time; fix: {}",
                 f.impact * 100.0,
-                f.fix
+                Escaped(f.fix)
             );
             call_sites(out, f, "  ");
         }
         None => {
             if let Some(text) = &r.verdict_text {
-                let _ = writeln!(out, "\nVerdict: {text}");
+                let _ = writeln!(out, "\nVerdict: {}", Escaped(text));
             }
             if let Some(u) = &r.gpu_use {
                 gpu_use(out, u);
@@ -136,7 +137,7 @@ fn diagnosis(out: &mut String, r: &Report) {
                 },
                 f.id,
                 if f.heuristic { " [heuristic]" } else { "" },
-                f.summary,
+                Escaped(&f.summary),
                 f.impact * 100.0
             );
             call_sites(out, f, "      ");
@@ -170,11 +171,12 @@ fn call_sites(out: &mut String, f: &Finding, indent: &str) {
         let file = site.file.rsplit('/').next().unwrap_or(&site.file);
         let _ = writeln!(
             out,
-            "{indent}{}: {:.0} % of the blocked time at {file}:{} in {}() ({} calls)",
+            "{indent}{}: {:.0} % of the blocked time at {}:{} in {}() ({} calls)",
             f.id,
             site.share * 100.0,
+            Escaped(file),
             site.line,
-            site.function,
+            Escaped(&site.function),
             site.calls
         );
     }
@@ -199,7 +201,7 @@ fn phases(out: &mut String, r: &Report) {
             duration(ph.end_ns),
             ph.name
                 .as_deref()
-                .map_or_else(String::new, |n| format!("  {n}"))
+                .map_or_else(String::new, |n| format!("  {}", Escaped(n)))
         );
     }
     if r.phases.len() > PHASES_SHOWN {
@@ -281,7 +283,7 @@ fn phases(out: &mut String, r: &Report) {
             "; step {} ({})",
             duration(step.ns),
             match &step.source {
-                StepSource::Nvtx(name) => format!("NVTX {name}"),
+                StepSource::Nvtx(name) => format!("NVTX {}", Escaped(name)),
                 StepSource::SyncPeriod => "sync period".to_string(),
             }
         );
@@ -292,10 +294,16 @@ fn phases(out: &mut String, r: &Report) {
 /// What the program's NVTX ranges gave the phases.
 fn nvtx_line(n: &crate::nvtx::Summary) -> String {
     if let Some(tool) = &n.other_tool {
-        return format!("NVTX: none recorded: NVTX_INJECTION64_PATH names another tool ({tool})");
+        return format!(
+            "NVTX: none recorded: NVTX_INJECTION64_PATH names another tool ({})",
+            Escaped(tool)
+        );
     }
     let quoted = |names: &[String]| {
-        let q: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+        let q: Vec<String> = names
+            .iter()
+            .map(|n| format!("\"{}\"", Escaped(n)))
+            .collect();
         q.join(", ")
     };
     let mut line = format!("NVTX: {} ranges of {} names", n.ranges, n.names);
@@ -332,7 +340,9 @@ fn gpu(out: &mut String, r: &Report) {
             let _ = writeln!(
                 out,
                 "  pid {}  {}: {state}, {}",
-                row.pid, note.0, note.1.note
+                row.pid,
+                note.0,
+                Escaped(&note.1.note)
             );
         }
         for (dev, figures) in g.devices.iter().zip(&row.devices) {
@@ -379,13 +389,13 @@ fn gpu_device(
     let mut head = vec![format!("GPU {}", dev.ordinal)];
     if let Some(f) = &dev.facts {
         if !f.name.is_empty() {
-            head.push(f.name.clone());
+            head.push(Escaped(&f.name).to_string());
         }
         if !f.driver_version.is_empty() {
-            head.push(format!("driver {}", f.driver_version));
+            head.push(format!("driver {}", Escaped(&f.driver_version)));
         }
         if let Some(v) = &figures.cuda_version {
-            head.push(format!("CUDA {v}"));
+            head.push(format!("CUDA {}", Escaped(v)));
         }
         let l = &f.pcie;
         if let (Some(g), Some(w), Some(gm), Some(wm)) =
@@ -443,11 +453,11 @@ fn gpu_device(
         }
         let _ = writeln!(out, "      telemetry: {}", parts.join("  ·  "));
         if let Some(gpm) = t.gpm.as_ref().filter(|g| !g.active) {
-            let _ = writeln!(out, "      GPM: {}", gpm.note);
+            let _ = writeln!(out, "      GPM: {}", Escaped(&gpm.note));
         }
     }
     for w in &figures.warnings {
-        let _ = writeln!(out, "      ! {w}");
+        let _ = writeln!(out, "      ! {}", Escaped(w));
     }
 }
 
@@ -535,8 +545,8 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
         let _ = writeln!(
             out,
             "      copies {} {}: {} x, {}{}",
-            c.kind,
-            c.memory,
+            Escaped(&c.kind),
+            Escaped(&c.memory),
             c.count,
             bytes(c.bytes),
             at
@@ -577,7 +587,7 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
             i + 1,
             percent(*share),
             k.calls,
-            name
+            Escaped(&name)
         );
     }
 }
@@ -595,18 +605,20 @@ fn hangs(out: &mut String, r: &Report) {
     );
     for h in &r.hangs {
         let who = match h.rank {
-            Some(rank) => format!("rank {rank} (pid {}, {})", h.pid, h.host),
-            None => format!("pid {} ({})", h.pid, h.host),
+            Some(rank) => format!("rank {rank} (pid {}, {})", h.pid, Escaped(&h.host)),
+            None => format!("pid {} ({})", h.pid, Escaped(&h.host)),
         };
         let collective = match (&h.communicator, h.sequence) {
-            (Some(c), Some(seq)) => format!(", operation {seq} on communicator {c}"),
+            (Some(c), Some(seq)) => {
+                format!(", operation {seq} on communicator {}", Escaped(c))
+            }
             _ => String::new(),
         };
         let _ = writeln!(
             out,
             "  {who}: thread {} in {} for {}{collective}",
             h.thread,
-            h.api,
+            Escaped(&h.api),
             duration(h.elapsed_ns)
         );
     }
@@ -614,14 +626,14 @@ fn hangs(out: &mut String, r: &Report) {
         let behind: Vec<String> = w
             .behind
             .iter()
-            .map(|(member, n)| format!("{member} (issued {n})"))
+            .map(|(member, n)| format!("{} (issued {n})", Escaped(member)))
             .collect();
         let _ = writeln!(
             out,
             "  communicator {}: {} issued {} (operation {}) and wait in it; {} never entered it: the suspect{}",
-            w.communicator,
-            w.waiting.join(", "),
-            w.collective.as_deref().unwrap_or("an operation"),
+            Escaped(&w.communicator),
+            safe_text::join(&w.waiting, ", "),
+            Escaped(w.collective.as_deref().unwrap_or("an operation")),
             w.sequence,
             behind.join(", "),
             if behind.len() == 1 { "" } else { "s" },
@@ -629,7 +641,15 @@ fn hangs(out: &mut String, r: &Report) {
     }
 }
 
+/// The report as text. Strings from dumps are escaped where they are written (`Escaped`),
+/// so that a newline in one cannot start a line; the whole text is escaped again but for
+/// its newlines, so that no control character reaches the terminal from a string written
+/// without it.
 pub fn render(r: &Report, per_process: bool) -> String {
+    safe_text::lines(&tables(r, per_process))
+}
+
+fn tables(r: &Report, per_process: bool) -> String {
     let mut out = String::new();
     // Driver and sync times are summed over the processes, so their shares are of the
     // processes' wall time summed; the headline wall time is the job's span.
@@ -702,7 +722,7 @@ pub fn render(r: &Report, per_process: bool) -> String {
                 duration(pr.driver_ns),
                 pr.calls,
                 ending(pr),
-                pr.cmdline.join(" "),
+                safe_text::join(&pr.cmdline, " "),
             );
         }
     }
@@ -722,7 +742,7 @@ pub fn render(r: &Report, per_process: bool) -> String {
         let _ = writeln!(
             out,
             "  {:<28} {} {:>7}",
-            name,
+            Escaped(name),
             latency_columns(&api.latency),
             api.errors,
         );
@@ -730,7 +750,7 @@ pub fn render(r: &Report, per_process: bool) -> String {
             let variants: Vec<String> = api
                 .symbols
                 .iter()
-                .map(|s| format!("{} {}", s.symbol, s.count))
+                .map(|s| format!("{} {}", Escaped(s.symbol), s.count))
                 .collect();
             let _ = writeln!(out, "    {}", variants.join(", "));
         }
@@ -791,8 +811,8 @@ pub fn render(r: &Report, per_process: bool) -> String {
             let _ = writeln!(
                 out,
                 "  {:<14} {:<10} {:>10} {:>12}",
-                o.op,
-                o.datatype,
+                Escaped(&o.op),
+                Escaped(&o.datatype),
                 o.calls,
                 bytes(o.bytes)
             );
@@ -803,12 +823,12 @@ pub fn render(r: &Report, per_process: bool) -> String {
                 let odd: Vec<String> = d
                     .members
                     .iter()
-                    .map(|m| format!("{} issued {}", m.member, m.operations))
+                    .map(|m| format!("{} issued {}", Escaped(&m.member), m.operations))
                     .collect();
                 let _ = writeln!(
                     out,
                     "  ! communicator {}: members disagree on the operations issued ({}; {} for the others): such a job hangs in its next collective",
-                    c.key,
+                    Escaped(&c.key),
                     odd.join(", "),
                     d.common_operations
                 );
@@ -821,7 +841,7 @@ pub fn render(r: &Report, per_process: bool) -> String {
             out,
             "  {}. {:<28} {:>10}  {:>6} of driver time, {:>6} of {of_wall}",
             i + 1,
-            api.api,
+            Escaped(api.api),
             duration(api.latency.total_ns),
             percent(api.driver_share),
             percent(api.wall_share),
@@ -836,7 +856,7 @@ pub fn render(r: &Report, per_process: bool) -> String {
             out,
             "\n{} driver entry points were looked up but are not wrapped (calls to them are not counted): {}{}",
             unwrapped.len(),
-            unwrapped[..unwrapped.len().min(SHOWN)].join(", "),
+            safe_text::join(&unwrapped[..unwrapped.len().min(SHOWN)], ", "),
             if more > 0 { format!(", ... ({more} more in --json)") } else { String::new() },
         );
     }
@@ -860,18 +880,23 @@ fn mixed_runs(out: &mut String, r: &Report) {
         } else {
             format!("{} after the first", duration(run.after_first_ns))
         };
-        let dirs: Vec<String> = run.dirs.iter().map(|d| d.display().to_string()).collect();
+        let dirs: Vec<String> = run
+            .dirs
+            .iter()
+            .map(|d| Escaped(&d.display().to_string()).to_string())
+            .collect();
         let _ = writeln!(
             out,
             "  run {}: started {started}, {} process{}, {}, dumps in {}: {}",
             i + 1,
             run.processes,
             if run.processes == 1 { "" } else { "es" },
-            run.token
-                .as_ref()
-                .map_or_else(|| "no run token".to_string(), |t| format!("run token {t}")),
+            run.token.as_ref().map_or_else(
+                || "no run token".to_string(),
+                |t| format!("run token {}", Escaped(t))
+            ),
             dirs.join(", "),
-            run.command.join(" ")
+            safe_text::join(&run.command, " ")
         );
     }
 }
@@ -935,7 +960,7 @@ fn collectives_table(out: &mut String, r: &Report) {
         let _ = writeln!(
             out,
             "  {:<14} {:>8} {:>10} {:>12} {:>12} {:>12}  {of_peak}",
-            c.op,
+            Escaped(&c.op),
             c.kernels,
             duration(c.kernel_ns),
             duration(c.least_rank_kernel_ns),

@@ -107,7 +107,7 @@ fn run_profiles_the_command_and_keeps_its_exit_code() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&refused.stderr)
-            .starts_with("gpuspy: --json /no/such/dir/report.json: cannot write"),
+            .starts_with("gpuspy: --json: /no/such/dir/report.json: cannot write"),
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
@@ -404,4 +404,100 @@ fn a_closed_pipe_ends_gpuspy_quietly() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
         assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}");
     }
+}
+
+/// Sets a terminal title, clears the screen, writes the clipboard (OSC 52), sets red by
+/// the one-byte CSI, then starts a forged line.
+const HOSTILE: &str =
+    "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{7}\u{9b}31m\r\nFAKE LINE\u{7f}";
+
+/// The H200 dump with `HOSTILE` in every string a text output shows: host, program and
+/// command line, kernel, device and NVTX names, call sites, NVML and CUPTI notes, names
+/// looked up.
+fn hostile_dump() -> serde_json::Value {
+    let mut d: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data("h200-sync-records-missing.json")).unwrap())
+            .unwrap();
+    let h = || serde_json::Value::from(HOSTILE);
+    d["process"]["host"] = h();
+    d["process"]["exe"] = h();
+    d["process"]["cmdline"] = serde_json::json!(["python3", HOSTILE]);
+    d["unwrapped_symbols"] = serde_json::json!([HOSTILE]);
+    for site in d["call_sites"]["sites"].as_array_mut().unwrap() {
+        for frame in site["frames"].as_array_mut().unwrap() {
+            frame["file"] = h();
+            frame["function"] = h();
+        }
+    }
+    d["gpu"]["nvml"]["note"] = h();
+    d["gpu"]["cupti"]["note"] = h();
+    let device = &mut d["gpu"]["devices"][0];
+    device["facts"]["name"] = h();
+    for k in device["activity"]["top_kernels"].as_array_mut().unwrap() {
+        k["name"] = h();
+    }
+    let start = d["start_unix_ns"].as_u64().unwrap();
+    d["timeline"]["nvtx"] = serde_json::json!([{"name": HOSTILE, "count": 10, "outermost": 10,
+        "total_ns": 1_000_000, "first_start_unix_ns": start, "last_end_unix_ns": start + 1_000_000,
+        "ns": [], "ends": []}]);
+    d["timeline"]["nvtx_recent"] = serde_json::json!([{"name": HOSTILE, "start_unix_ns": start, "end_unix_ns": start + 1_000}]);
+    d
+}
+
+/// Whether `text` holds no control character but the newlines between its lines, and no
+/// line the hostile string forged.
+fn terminal_safe(text: &str) -> bool {
+    text.chars().all(|c| c == '\n' || !c.is_control())
+        && !text.lines().any(|l| l.starts_with("FAKE LINE"))
+}
+
+/// Terminal escape sequences and newlines in a dump's strings reach the text outputs
+/// escaped (`\x1b`, `\u{9b}`): the report, `check` and `diff`, and one-line errors. `--json`
+/// keeps them, JSON-escaped.
+#[test]
+fn terminal_escapes_in_dumps_are_printed_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("gpuspy-hostile.json");
+    std::fs::write(&dump, serde_json::to_vec(&hostile_dump()).unwrap()).unwrap();
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "[api.cuStreamSynchronize]\nmax_per_run = 1\n").unwrap();
+    let escaped =
+        "\\x1b]0;pwned\\x07\\x1b[2J\\x1b]52;c;ZXZpbA==\\x07\\u{9b}31m\\x0d\\x0aFAKE LINE\\x7f";
+    for args in [
+        vec!["report", s(&dump)],
+        vec!["report", "--per-process", s(&dump)],
+        vec!["check", s(&dump), "--budget", s(&budget)],
+        vec!["diff", s(&dump), s(&dump)],
+    ] {
+        let out = gpuspy_cmd(&args);
+        let (stdout, stderr) = (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        );
+        assert!(terminal_safe(&stdout), "{args:?}: {stdout:?}");
+        assert!(terminal_safe(&stderr), "{args:?}: {stderr:?}");
+        if args[0] == "report" {
+            assert!(stdout.contains(escaped), "{args:?}: {stdout}");
+        }
+    }
+    let json = gpuspy_cmd(&["report", "--json", s(&dump)]);
+    let r: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(r["processes"][0]["host"], HOSTILE);
+
+    // An error naming a file, and quoting a dump's value, is one escaped line.
+    let mut bad = hostile_dump();
+    bad["syncs"][0]["cause"] = HOSTILE.into();
+    let named = dir.path().join(format!("gpuspy-{}.json", &HOSTILE[..14]));
+    std::fs::write(&named, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let (code, stderr) = report_error(&named);
+    assert_eq!(code, 2);
+    assert!(terminal_safe(&stderr), "{stderr:?}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "gpuspy: {}/gpuspy-\\x1b]0;pwned\\x07\\x1b[2J.json: malformed dump (unknown variant `{escaped}`",
+            dir.path().display()
+        )),
+        "{stderr}"
+    );
 }

@@ -201,3 +201,99 @@ fn the_monotonic_clock_records_the_same_counts() {
     assert_eq!(count(&r, "cuLaunchKernel"), 100);
     assert_eq!(count(&r, "cuStreamSynchronize"), 3);
 }
+
+/// This host's name, as the shim records it.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// A writer killed while writing a dump (SIGKILL) leaves its temp file: the next `report`
+/// or `run` over the directory removes it once the writer is gone, and keeps those of live
+/// writers and of other hosts.
+#[test]
+fn temp_files_of_writers_that_died_are_removed_by_the_next_report_or_run() {
+    use gpuspy_format::side_files::temp_name;
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        data("h200-sync-records-missing.json"),
+        dir.path().join("gpuspy-vm-1674.json"),
+    )
+    .unwrap();
+    let host = hostname();
+    // The writer: a process that holds the lock of its temp file, as the shim does while
+    // it writes, until it is killed.
+    let placeholder = dir.path().join("placeholder");
+    let mut writer = Command::new("flock")
+        .args(["--no-fork", "--exclusive"])
+        .arg(&placeholder)
+        .args(["sleep", "600"])
+        .spawn()
+        .unwrap();
+    let held = || {
+        let file = std::fs::File::open(dir.path().join(temp_name(&host, writer.id(), 0)))
+            .or_else(|_| std::fs::File::open(&placeholder));
+        // SAFETY: flock on a descriptor we own.
+        file.is_ok_and(|f| unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                libc::LOCK_EX | libc::LOCK_NB,
+            ) != 0
+        })
+    };
+    let start = std::time::Instant::now();
+    while !held() {
+        assert!(start.elapsed().as_secs() < 60, "flock never took the lock");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let killed = dir.path().join(temp_name(&host, writer.id(), 0));
+    std::fs::rename(&placeholder, &killed).unwrap();
+    let live = dir.path().join(temp_name(&host, std::process::id(), 1));
+    let elsewhere = dir.path().join(temp_name("another-host", 1, 2));
+    std::fs::write(&live, "{\"schema\":").unwrap();
+    std::fs::write(&elsewhere, "{\"schema\":").unwrap();
+    let syncs = count(
+        &report_json(&[&data("h200-sync-records-missing.json")]),
+        "cuStreamSynchronize",
+    );
+    let report = || {
+        let out = gpuspy_cmd(&["report", "--json", s(dir.path())]);
+        assert_eq!(out.status.code(), Some(0));
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(count(&r, "cuStreamSynchronize"), syncs);
+        String::from_utf8(out.stderr).unwrap()
+    };
+    assert_eq!(report(), "", "the writer is alive");
+    assert!(killed.exists());
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    assert_eq!(
+        report(),
+        format!(
+            "gpuspy: removed 1 temp file(s) left in {} by processes that died while writing a dump\n",
+            dir.path().display()
+        )
+    );
+    assert!(!killed.exists());
+    assert!(live.exists() && elsewhere.exists());
+    assert_eq!(report(), "");
+
+    // `run` cleans its dump directory before the job starts.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let dead = dir.path().join(temp_name(&host, pid_max + 1, 3));
+    std::fs::write(&dead, "").unwrap();
+    let out = gpuspy_cmd(&["run", "-o", s(dir.path()), "--", "true"]);
+    assert!(String::from_utf8(out.stderr).unwrap().starts_with(&format!(
+        "gpuspy: removed 1 temp file(s) left in {} by processes",
+        dir.path().display()
+    )));
+    assert!(!dead.exists());
+    assert!(live.exists() && elsewhere.exists());
+}

@@ -299,3 +299,71 @@ fn a_directory_of_run_directories_is_merged() {
         "{stderr}"
     );
 }
+
+/// What a report says of its dumps, less where they were read from (`processes[].path`,
+/// `runs[].dirs`).
+fn without_paths(mut r: serde_json::Value) -> serde_json::Value {
+    for p in r["processes"].as_array_mut().unwrap() {
+        p["path"] = serde_json::Value::Null;
+    }
+    for run in r["runs"].as_array_mut().unwrap() {
+        run["dirs"] = serde_json::Value::Null;
+    }
+    r
+}
+
+/// One process image in several files (a dump copied under another name, into another
+/// directory) counts once: the report on all of them is the report on the dump alone,
+/// with one note.
+#[test]
+fn copies_of_one_dump_under_other_names_count_once() {
+    let original = data("h200-sync-records-missing.json");
+    let (here, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::copy(&original, here.path().join("gpuspy-copy.json")).unwrap();
+    std::fs::copy(&original, elsewhere.path().join("gpuspy-vm-1674.json")).unwrap();
+    let single = report_json(&[&original]);
+    assert_eq!(single["processes"].as_array().unwrap().len(), 1);
+    let (code, out, stderr) =
+        report(&["--json", s(here.path()), s(elsewhere.path()), s(&original)]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stderr,
+        "gpuspy: note: left out 2 dump(s) of a process image another file holds too (same host, \
+         pid, start time, run token and image): each image counts once, from its latest dump\n"
+    );
+    let merged: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        count(&merged, "cuStreamSynchronize"),
+        count(&single, "cuStreamSynchronize")
+    );
+    assert_eq!(without_paths(merged), without_paths(single));
+    let (_, text, _) = report(&[s(here.path()), s(&original)]);
+    assert!(text.starts_with("gpuspy report: 1 process, "), "{text}");
+}
+
+/// A periodic flush copied away and the image's last dump: the last one is read, whichever
+/// is named first; another image or another run of the same pid is not a copy.
+#[test]
+fn of_one_image_s_dumps_the_latest_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flush = crafted_dump(9, 0, 5, 50);
+    flush.complete = false;
+    let last = crafted_dump(9, 0, 10, 100);
+    write_dump(dir.path(), "gpuspy-a-flush.json", &flush);
+    write_dump(dir.path(), "gpuspy-b-last.json", &last);
+    let r = report_json(&[dir.path()]);
+    assert_eq!(count(&r, "cuLaunchKernel"), 100);
+    let p = &r["processes"][0];
+    assert_eq!(
+        (&p["complete"], &p["wall_ns"]),
+        (&json!(true), &json!(10_000_000_000u64))
+    );
+    let mut next_image = crafted_dump(9, 0, 12, 7);
+    next_image.process.image = 1;
+    write_dump(dir.path(), "gpuspy-c-exec1.json", &next_image);
+    let mut other_run = crafted_dump(9, 0, 10, 3);
+    other_run.process.run_token = Some("another".into());
+    write_dump(dir.path(), "gpuspy-d-other.json", &other_run);
+    let r = report_json(&[dir.path()]);
+    assert_eq!(count(&r, "cuLaunchKernel"), 110);
+}

@@ -500,6 +500,54 @@ fn dumps_that_could_not_be_written_are_named_as_such() {
     assert!(!stderr.contains("made no CUDA driver call"), "{stderr}");
 }
 
+/// Under a file-size limit smaller than a dump (SIGXFSZ ignored, so that writes past it
+/// fail rather than kill), the shim warns on the command's stderr and leaves a marker;
+/// gpuspy says the dump could not be written and why, not that the program made no driver
+/// call, and removes the marker.
+#[test]
+fn a_dump_over_the_file_size_limit_is_named_as_unwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let mut cmd = Command::new(gpuspy());
+    cmd.args(["run", "-o", s(&out_dir), "--"])
+        .arg(program("linked"))
+        .args(["5", "1"])
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .env_remove("LD_PRELOAD");
+    // SAFETY: setrlimit and signal are async-signal-safe. 512 bytes: less than any dump.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 512,
+                rlim_max: 512,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            Ok(())
+        });
+    }
+    let result = cmd.output().unwrap();
+    let stderr = text(&result.stderr);
+    assert_eq!(result.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("gpuspy: cannot write dumps to").count(),
+        1,
+        "the shim's own warning: {stderr}"
+    );
+    assert!(
+        stderr.ends_with(&format!(
+            "gpuspy: {} wrote no dump of this run: 1 process could not write its dump to {}: a \
+             dump was larger than the file-size limit (ulimit -f).\n",
+            program("linked").display(),
+            out_dir.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("made no CUDA driver call"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// A GPUSPY_SHIM that names no file would run the job unprofiled: refused before it starts.
 #[test]
 fn a_missing_shim_is_refused_before_the_job_starts() {

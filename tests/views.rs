@@ -709,3 +709,172 @@ fn views_of_bad_input_fail_with_report_s_one_line_errors_and_exit_2() {
         .unwrap()
         .starts_with(&format!("gpuspy: {}: cannot write", unwritable.display())));
 }
+
+/// `gpuspy ARGS` under a file-size limit of `limit` bytes, with SIGXFSZ ignored so that a
+/// write past it fails instead of killing gpuspy: exit code and stderr.
+fn under_file_size_limit(args: &[&str], limit: u64) -> (Option<i32>, String) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(gpuspy());
+    cmd.args(args).env_remove("GITHUB_ACTIONS");
+    // SAFETY: setrlimit and signal are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A page, trace or CI file that cannot be written whole (here: over `ulimit -f`) leaves
+/// no file, or the one that was there untouched, and no temp file; the error is one line.
+#[test]
+fn an_output_file_that_cannot_be_written_whole_is_left_as_it_was() {
+    let fixture = data("h200-sync-records-missing.json");
+    let dir = tempfile::tempdir().unwrap();
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "[api.cuLaunchKernel]\nmax_per_run = 1\n").unwrap();
+    let (page, trace, junit) = (
+        dir.path().join("page.html"),
+        dir.path().join("trace.json"),
+        dir.path().join("gate.xml"),
+    );
+    std::fs::write(&trace, "old trace").unwrap();
+    let entries = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    for (args, file) in [
+        (vec!["report", "--html", s(&page), s(&fixture)], &page),
+        (vec!["report", "--perfetto", s(&trace), s(&fixture)], &trace),
+        (
+            vec![
+                "check",
+                s(&fixture),
+                "--budget",
+                s(&budget),
+                "--junit",
+                s(&junit),
+            ],
+            &junit,
+        ),
+    ] {
+        let (code, stderr) = under_file_size_limit(&args, 200);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "gpuspy: {}: cannot write: File too large (os error 27)\n",
+                file.display()
+            )
+        );
+        assert_eq!(entries(), ["budget.toml", "trace.json"], "{args:?}");
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "old trace");
+    }
+    // Within the limit, each is written.
+    let (code, stderr) =
+        under_file_size_limit(&["report", "--html", s(&page), s(&fixture)], 64 << 20);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .ends_with("</html>\n"));
+}
+
+/// A dump whose kernel name is 32 MiB long and whose host, program and argument are 1 MiB
+/// each: every string is cut to `MAX_STRING_BYTES` as the dump is read, so the page and the
+/// trace are exactly as large as for the dump with short names plus the cut strings'
+/// length wherever they appear, and memory stays within 4 times the dump plus 64 MiB.
+#[test]
+fn strings_of_megabytes_are_cut_in_the_page_and_the_trace() {
+    use gpuspy_format::cap::{CUT_MARKER, MAX_STRING_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let template: Value =
+        serde_json::from_slice(&std::fs::read(data("h200-sync-records-missing.json")).unwrap())
+            .unwrap();
+    // (name in the short dump, bytes in the long one, the cut name the views show)
+    let pad = |head: &str, len: usize| format!("{head}{}", "x".repeat(len - head.len()));
+    let names = [
+        ("KERNELX", 32 << 20, pad("KERNELX", MAX_STRING_BYTES)),
+        ("HOSTX", 1 << 20, pad("HOSTX", MAX_STRING_BYTES)),
+        ("/EXEX", 1 << 20, pad("/EXEX", MAX_STRING_BYTES)),
+        // The command line is cut in all: `python3` took 7 of its bytes.
+        ("ARGX", 1 << 20, pad("ARGX", MAX_STRING_BYTES - 7)),
+    ];
+    let mut d = template;
+    d["gpu"]["devices"][0]["activity"]["top_kernels"][0]["name"] = names[0].0.into();
+    d["process"]["host"] = names[1].0.into();
+    d["process"]["exe"] = names[2].0.into();
+    d["process"]["cmdline"] = serde_json::json!(["python3", names[3].0]);
+    let text = serde_json::to_string(&d).unwrap();
+    drop(d);
+    let short = dir.path().join("short/gpuspy-short.json");
+    // Paths of one length: the views name the dump.
+    let long = dir.path().join("large/gpuspy-large.json");
+    for path in [&short, &long] {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    }
+    std::fs::write(&short, &text).unwrap();
+    // The long dump streamed to its file, each name padded as it is written, so that this
+    // process stays small while gpuspy runs (see `run_with_peak_rss`).
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&long).unwrap());
+    let mut rest = text.as_str();
+    while let Some((at, &(name, len, _))) = names
+        .iter()
+        .filter_map(|n| rest.find(&format!("\"{}\"", n.0)).map(|at| (at, n)))
+        .min_by_key(|&(at, _)| at)
+    {
+        use std::io::{Read, Write};
+        let end = at + 1 + name.len();
+        w.write_all(&rest.as_bytes()[..end]).unwrap();
+        let padding = (len - name.len()) as u64;
+        std::io::copy(&mut std::io::repeat(b'x').take(padding), &mut w).unwrap();
+        rest = &rest[end..];
+    }
+    std::io::Write::write_all(&mut w, rest.as_bytes()).unwrap();
+    drop(w);
+    for flag in ["--html", "--perfetto"] {
+        let view = |dump: &Path, name: &str| {
+            let out = dir.path().join(name);
+            let mut cmd = Command::new(gpuspy());
+            cmd.args(["report", flag, s(&out), "--json", s(dump)]);
+            let measured = run_with_peak_rss(&mut cmd);
+            assert_eq!(measured.status.code(), Some(0), "{flag}");
+            let limit_kib = (4 * std::fs::metadata(dump).unwrap().len() + (64 << 20)) / 1024;
+            assert!(
+                measured.max_rss_kib < limit_kib,
+                "{flag}: peak {} KiB, limit {limit_kib} KiB",
+                measured.max_rss_kib
+            );
+            std::fs::read_to_string(out).unwrap()
+        };
+        let (small, large) = (view(&short, "short.view"), view(&long, "long.view"));
+        let mut grown = 0;
+        for (name, _, cut) in &names {
+            let shown = small.matches(name).count();
+            let cut = format!("{cut}{CUT_MARKER}");
+            assert_eq!(large.matches(&cut).count(), shown, "{flag} {name}");
+            grown += shown * (cut.len() - name.len());
+        }
+        // The page lists the kernels; the trace names its process by host and program.
+        let shown: &[&str] = match flag {
+            "--html" => &["KERNELX", "HOSTX", "/EXEX", "ARGX"],
+            _ => &["HOSTX", "/EXEX"],
+        };
+        assert!(shown.iter().all(|name| small.contains(name)), "{flag}");
+        assert_eq!(large.len(), small.len() + grown, "{flag}");
+        assert!(large.len() < small.len() + 200 * MAX_STRING_BYTES, "{flag}");
+    }
+}

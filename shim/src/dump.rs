@@ -250,6 +250,9 @@ pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool)
             "cannot write dumps to {}: {e}; the program runs on unaffected",
             config.out_dir.display()
         ));
+        if let Some(token) = &config.run_token {
+            mark_unwritten(&config.out_dir, token, dump.process.pid, &e);
+        }
     }
     if let Some(dir) = &config.prom_dir {
         let identity = prom::Identity::of(&dump, crate::lifecycle::forked());
@@ -264,6 +267,37 @@ pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool)
                 "cannot write Prometheus metrics to {}: {e}; the program runs on unaffected",
                 dir.display()
             ));
+        }
+    }
+}
+
+/// Leaves the empty marker that tells `gpuspy run` this process's dump could not be
+/// written, and why (`side_files::unwritten_name`): the shim's warning goes to the
+/// program's stderr, which gpuspy does not see. Best effort: where not even an empty file
+/// can be created, gpuspy finds that out by itself.
+fn mark_unwritten(dir: &Path, token: &str, pid: u32, e: &io::Error) {
+    let errno = match e.raw_os_error() {
+        Some(n) => n,
+        None if e.kind() == io::ErrorKind::FileTooLarge => libc::EFBIG,
+        None => 0,
+    };
+    let Ok(dir) = open_out_dir(dir) else {
+        return;
+    };
+    let Ok(name) = c_name(gpuspy_format::side_files::unwritten_name(token, pid, errno)) else {
+        return;
+    };
+    // SAFETY: a NUL-terminated name relative to an open directory; the descriptor is
+    // closed at once.
+    unsafe {
+        let fd = libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600,
+        );
+        if fd >= 0 {
+            libc::close(fd);
         }
     }
 }
@@ -283,11 +317,11 @@ fn remove_from(dir: &Path, name: &str) -> io::Result<()> {
 fn write_to(dir: &Path, name: &str, bytes: &[u8], fsync: bool) -> io::Result<()> {
     within_file_size_limit(bytes.len())?;
     let dir = open_out_dir(dir)?;
-    let (tmp, mut file) = create_temp(&dir, name)?;
+    let (tmp, mut file) = create_temp(&dir)?;
     let written = file
         .write_all(bytes)
         .and_then(|_| if fsync { file.sync_all() } else { Ok(()) });
-    drop(file);
+    // `file` stays open, and so locked (`create_temp`), until the temp name is gone.
     let name = c_name(name)?;
     // SAFETY: both names are NUL-terminated and relative to the directory we hold open.
     let renamed = written.and_then(|_| {
@@ -322,10 +356,13 @@ fn within_file_size_limit(len: usize) -> io::Result<()> {
     // SAFETY: limit is a valid rlimit to write.
     cvt(unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) })?;
     if limit.rlim_cur != libc::RLIM_INFINITY && len as u64 > limit.rlim_cur {
-        return Err(io::Error::other(format!(
-            "the file ({len} bytes) is over the file-size limit (ulimit -f: {} bytes)",
-            limit.rlim_cur
-        )));
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "the file ({len} bytes) is over the file-size limit (ulimit -f: {} bytes)",
+                limit.rlim_cur
+            ),
+        ));
     }
     Ok(())
 }
@@ -368,13 +405,20 @@ fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// A new private temp file in `dir`. Anything already at a temp name (a file left by a
-/// killed process with the same pid, or a planted symlink) is neither followed nor
-/// overwritten: the next name is tried.
-fn create_temp(dir: &OwnedFd, name: &str) -> io::Result<(CString, std::fs::File)> {
+/// A new private temp file in `dir`, named after this process and host
+/// (`side_files::temp_name`) and locked (`flock`) for as long as it is open: the CLI removes
+/// a temp file left by a writer that died (SIGKILL during a write) only when nobody holds
+/// its lock and the pid it names is gone from this host. Anything already at a temp name (a
+/// file left by a killed process with the same pid, or a planted symlink) is neither
+/// followed nor overwritten: the next name is tried.
+fn create_temp(dir: &OwnedFd) -> io::Result<(CString, std::fs::File)> {
+    let host = IDENTITY.get().map_or_else(hostname, |i| i.host.clone());
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
     let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
     for _ in 0..16 {
-        let tmp = c_name(format!(".{name}.{}.tmp", WRITE_SEQ.fetch_add(1, Relaxed)))?;
+        let n = WRITE_SEQ.fetch_add(1, Relaxed);
+        let tmp = c_name(gpuspy_format::side_files::temp_name(&host, pid, n))?;
         // SAFETY: a NUL-terminated name relative to an open directory.
         let fd = unsafe {
             libc::openat(
@@ -385,8 +429,14 @@ fn create_temp(dir: &OwnedFd, name: &str) -> io::Result<(CString, std::fs::File)
             )
         };
         match cvt(fd) {
-            // SAFETY: a descriptor we just opened and own.
-            Ok(fd) => return Ok((tmp, unsafe { std::fs::File::from_raw_fd(fd) })),
+            Ok(fd) => {
+                // Where the file system has no locks, the CLI cannot take one either, and
+                // so never removes the file.
+                // SAFETY: a descriptor we just opened.
+                unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) };
+                // SAFETY: a descriptor we just opened and own.
+                return Ok((tmp, unsafe { std::fs::File::from_raw_fd(fd) }));
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
             Err(e) => return Err(e),
         }
@@ -436,5 +486,35 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 pub fn warn_once(message: &str) {
     if !WARNED.swap(true, Relaxed) {
         eprintln!("gpuspy: {message}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The temp file names its writer for the CLI, and stays locked while it is open, so
+    /// that the CLI never takes it for the leftover of a writer that died.
+    #[test]
+    fn a_temp_file_names_its_writer_and_is_locked_while_open() {
+        let out = std::env::temp_dir().join(format!("gpuspy-temp-lock-{}", std::process::id()));
+        let dir = open_out_dir(&out).unwrap();
+        let (tmp, file) = create_temp(&dir).unwrap();
+        let name = tmp.to_str().unwrap();
+        let pid = std::process::id();
+        assert_eq!(
+            gpuspy_format::side_files::temp_writer(name, &hostname()),
+            Some(pid),
+            "{name}"
+        );
+        let other = std::fs::File::open(out.join(name)).unwrap();
+        let try_lock = || {
+            // SAFETY: flock on a descriptor we own.
+            unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }
+        };
+        assert_eq!(try_lock(), -1, "the writer holds the lock");
+        drop(file);
+        assert_eq!(try_lock(), 0, "released when the writer closes it");
+        std::fs::remove_dir_all(&out).unwrap();
     }
 }

@@ -16,9 +16,11 @@ pub const SCHEMA_NAME: &str = "gpuspy-dump";
 
 pub mod apis;
 pub mod callsites;
+pub mod cap;
 pub mod gpu;
 pub mod hist;
 pub mod prom;
+pub mod side_files;
 pub mod timeline;
 pub mod trust;
 pub use hist::Histogram;
@@ -445,6 +447,7 @@ impl<'de> serde::de::Visitor<'de> for HeaderFieldVisitor {
 }
 
 /// Parses a dump, turning every way it can be wrong into one line that says what is wrong.
+/// Every string in it is cut to `cap::MAX_STRING_BYTES`.
 ///
 /// Straight into the typed `Dump`: going through `serde_json::Value` first cost about 100
 /// times the file's size. The header is read first, alone, so that a foreign or
@@ -453,7 +456,7 @@ pub fn parse_dump(text: &str) -> Result<Dump, String> {
     if text.trim().is_empty() {
         return Err("empty file".into());
     }
-    let header: Header = serde_json::from_str(text).map_err(|e| match e.classify() {
+    let header: Header = cap::from_json(text).map_err(|e| match e.classify() {
         serde_json::error::Category::Eof => format!("truncated JSON ({e})"),
         // Valid JSON, but not an object: not ours.
         serde_json::error::Category::Data => NOT_A_DUMP.to_string(),
@@ -471,7 +474,7 @@ pub fn parse_dump(text: &str) -> Result<Dump, String> {
              {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION}); use the gpuspy that wrote it"
         ));
     }
-    let dump: Dump = serde_json::from_str(text).map_err(|e| format!("malformed dump ({e})"))?;
+    let dump: Dump = cap::from_json(text).map_err(|e| format!("malformed dump ({e})"))?;
     dump.histogram.check()?;
     for api in &dump.apis {
         api.hist.check(&dump.histogram)?;

@@ -67,7 +67,7 @@ impl Identity {
 
 /// A host name as part of a file name: anything but letters, digits, `.`, `-` and `_`
 /// becomes `_`.
-fn file_safe(s: &str) -> String {
+pub(crate) fn file_safe(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
