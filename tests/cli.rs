@@ -221,7 +221,7 @@ fn dumps_of_older_schemas_still_load() {
         versions.insert(dump.schema_version);
     }
     assert_eq!(versions, [1, 2].into());
-    assert!(gpuspy_format::SCHEMA_VERSION > 2);
+    assert!(versions.iter().all(|&v| v < gpuspy_format::SCHEMA_VERSION));
     let r = report_json(&[&data("h200-triton-deep-queue.json")]);
     assert_eq!(count(&r, "cuLaunchKernelEx"), 2000);
 }
