@@ -42,11 +42,14 @@ use render_json::JsonTo;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The version and the exact build (build.rs), as `gpuspy --version` prints them.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("GPUSPY_BUILD"), ")");
+
 /// Explains why a GPU job is slow, from the CUDA driver calls it makes.
 #[derive(Parser)]
 #[command(
     name = "gpuspy",
-    version,
+    version = VERSION,
     about,
     long_about = None,
     after_help = "Examples:

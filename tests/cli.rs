@@ -195,6 +195,37 @@ fn report_on_a_dump_recorded_on_the_h200() {
     assert!(text.contains("more in --json"), "{text}");
 }
 
+/// Every checked-in dump still loads after a schema change: tests/data holds dumps of
+/// schemas 1 and 2, none with the `tool_build` that schema 3 added, and a schema-2 dump
+/// recorded on the H200 is reported as before.
+#[test]
+fn dumps_of_older_schemas_still_load() {
+    fn dumps(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dumps(&path, out);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                out.push(path);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    dumps(&data(""), &mut paths);
+    let mut versions = std::collections::BTreeSet::new();
+    for path in &paths {
+        let text = std::fs::read_to_string(path).unwrap();
+        let dump =
+            gpuspy_format::parse_dump(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(dump.tool_build, None, "{}", path.display());
+        versions.insert(dump.schema_version);
+    }
+    assert_eq!(versions, [1, 2].into());
+    assert!(versions.iter().all(|&v| v < gpuspy_format::SCHEMA_VERSION));
+    let r = report_json(&[&data("h200-triton-deep-queue.json")]);
+    assert_eq!(count(&r, "cuLaunchKernelEx"), 2000);
+}
+
 /// `gpuspy report PATH` within 10 s (a hang fails the test): exit code and stderr.
 fn report_within(path: &std::path::Path) -> (Option<i32>, String) {
     let out = output_within(

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// promtool: on the PATH, or where tools/ensure-deps.sh puts it.
+/// promtool: on the PATH, or where `tools/ensure-deps.sh test` puts it.
 fn promtool() -> PathBuf {
     let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools/promtool");
     if local.is_file() {
@@ -16,7 +16,7 @@ fn promtool() -> PathBuf {
     let on_path = Command::new("promtool").arg("--version").output();
     assert!(
         on_path.is_ok_and(|o| o.status.success()),
-        "promtool is needed (run tools/ensure-deps.sh)"
+        "promtool is needed (run `tools/ensure-deps.sh test`)"
     );
     PathBuf::from("promtool")
 }

@@ -62,7 +62,7 @@ fn check_gates_with_junit_markdown_and_github_annotations() {
     let lint = Command::new("xmllint")
         .args(["--noout", "--schema", s(&xsd), s(&junit)])
         .output()
-        .expect("xmllint (libxml2-utils; tools/ensure-deps.sh installs it)");
+        .expect("xmllint (libxml2-utils; `tools/ensure-deps.sh test` installs it)");
     assert!(
         lint.status.success(),
         "{}",

@@ -102,6 +102,21 @@ fn dumps_are_not_world_writable_and_carry_the_header() {
     let dump: Value = serde_json::from_slice(&std::fs::read(&dumps[0]).unwrap()).unwrap();
     assert_eq!(dump["schema"], "gpuspy-dump");
     assert_eq!(dump["schema_version"], gpuspy_format::SCHEMA_VERSION);
+    assert_eq!(dump["tool_version"], env!("CARGO_PKG_VERSION"));
+    // The shim's build script and the CLI's each describe the checkout when their own
+    // sources last changed, so only the commit must agree, not the dirty mark.
+    let build = dump["tool_build"].as_str().unwrap();
+    let commit = |id: &'static str| id.strip_suffix("-dirty").unwrap_or(id);
+    assert_eq!(
+        build.strip_suffix("-dirty").unwrap_or(build),
+        commit(env!("GPUSPY_BUILD"))
+    );
+    if std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".git")
+        .exists()
+    {
+        assert_ne!(build, "unknown");
+    }
     let pid = dump["process"]["pid"].as_u64().unwrap();
     let name = dumps[0].file_name().unwrap().to_str().unwrap();
     assert!(

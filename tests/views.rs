@@ -137,10 +137,10 @@ fn browse(pages: &[&Path], times: u32) -> Vec<Load> {
         .args(["--loads", &times.to_string()])
         .args(pages)
         .output()
-        .expect("node (tools/ensure-deps.sh installs it, with Chromium and puppeteer-core)");
+        .expect("node (`tools/ensure-deps.sh test` installs it, with Chromium and puppeteer-core)");
     assert!(
         out.status.success(),
-        "{} failed (tools/ensure-deps.sh installs Chromium and tools/browser's packages): {}",
+        "{} failed (`tools/ensure-deps.sh test` installs Chromium and tools/browser's packages): {}",
         harness.display(),
         String::from_utf8_lossy(&out.stderr)
     );

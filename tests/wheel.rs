@@ -150,11 +150,22 @@ fn shim_path_finds_the_wheel_layout() {
 }
 
 #[test]
-fn version_prints_the_crate_version() {
+fn version_prints_the_crate_version_and_its_build() {
     let out = gpuspy_cmd(&["--version"]);
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        format!("gpuspy {}\n", env!("CARGO_PKG_VERSION"))
+        format!(
+            "gpuspy {} ({})\n",
+            env!("CARGO_PKG_VERSION"),
+            env!("GPUSPY_BUILD")
+        )
     );
+    // Built from this checkout, the build names its commit.
+    if std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".git")
+        .exists()
+    {
+        assert_ne!(env!("GPUSPY_BUILD"), "unknown");
+    }
 }

@@ -1,15 +1,30 @@
 #!/usr/bin/env bash
-# Installs what building and testing gpuspy needs on a fresh Debian machine: a C compiler
-# (the integration tests and the demo compile small C programs against the fake driver),
-# xmllint (the tests validate JUnit output against a schema), objdump (a test reads the
-# shim's glibc symbol versions), Python with venv (tools/wheel-check.sh builds and installs
-# the pip wheel), Chromium, Node.js and tools/browser's npm packages (tests/views.rs loads
-# the HTML reports in headless Chromium through puppeteer-core, which downloads no
-# browser), promtool (the tests check the Prometheus textfiles with it) and the Rust
-# toolchain's rustfmt/clippy components. Called by tools/test.sh,
-# tools/main.sh and tools/wheel-check.sh; safe to run again, and it does nothing (no
-# apt-get, no npm, no network) and prints nothing when everything is there.
+# Installs what gpuspy needs on a fresh Debian machine, through apt when missing.
+#
+#   tools/ensure-deps.sh        the main job (tools/main.sh): cargo must be there, and a C
+#                               compiler (the simulated job is a C program built against the
+#                               fake driver).
+#   tools/ensure-deps.sh test   the tests, CI and the wheel check, on top of that: xmllint
+#                               (JUnit output is validated against a schema), objdump (a test
+#                               reads the shim's glibc symbol versions), Python with venv
+#                               (tools/wheel-check.sh builds and installs the pip wheel),
+#                               Chromium, Node.js and tools/browser's npm packages
+#                               (tests/views.rs loads the HTML reports in headless Chromium
+#                               through puppeteer-core, which downloads no browser), promtool
+#                               (the tests check the Prometheus textfiles with it) and the Rust
+#                               toolchain's rustfmt/clippy components.
+#
+# Safe to run again: it does nothing (no apt-get, no npm, no network) and prints nothing
+# when everything is there.
 set -euo pipefail
+set_name=${1:-main}
+case "$set_name" in
+    main | test) ;;
+    *)
+        echo "tools/ensure-deps.sh: unknown set '$set_name' (use no argument for the main job, or 'test')" >&2
+        exit 2
+        ;;
+esac
 if ! command -v cargo >/dev/null 2>&1; then
     echo "tools/ensure-deps.sh: cargo is not installed; install Rust (https://rustup.rs) first" >&2
     exit 1
@@ -18,21 +33,25 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
-command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
-command -v objdump >/dev/null 2>&1 || missing+=(binutils)
-python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v node >/dev/null 2>&1 || missing+=(nodejs)
-command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ "$set_name" = test ]; then
+    command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
+    command -v objdump >/dev/null 2>&1 || missing+=(binutils)
+    python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    command -v node >/dev/null 2>&1 || missing+=(nodejs)
+    command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
     if ! command -v apt-get >/dev/null 2>&1; then
-        echo "tools/ensure-deps.sh: missing ${missing[*]} (Debian package names) and no apt-get to install them; install a C compiler (cc), xmllint, objdump, Python 3 with venv, Chromium and Node.js with npm, then run again" >&2
+        echo "tools/ensure-deps.sh: missing ${missing[*]} (Debian package names) and no apt-get to install them; install them, then run again" >&2
         exit 1
     fi
     echo "tools/ensure-deps.sh: installing ${missing[*]} with apt-get" >&2
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+[ "$set_name" = test ] || exit 0
+
 # The browser tests' packages, as locked; the copy of the lock file they were installed
 # from says whether they still match it.
 browser="$(dirname "$0")/browser"

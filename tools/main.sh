@@ -5,6 +5,7 @@
 #     clearly labelled SIMULATED. Nothing here touches a GPU in that case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Only what this job needs (cargo, a C compiler); the tests' tools come with tools/test.sh.
 tools/ensure-deps.sh
 # cargo's own progress (one line per crate, on stderr) shows the build is moving; the first
 # one compiles every dependency, which takes minutes on a small machine.

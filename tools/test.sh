@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need if missing (a C compiler and xmllint,
-# tools/ensure-deps.sh), then runs every test. No GPU needed. Arguments go to cargo test,
-# e.g. `tools/test.sh ranks::` or `tools/test.sh --test timing`.
+# The test command: installs what the tests need if missing (`tools/ensure-deps.sh test`:
+# a C compiler, xmllint, Chromium, Node.js, promtool, ...), then runs every test. No GPU
+# needed. Arguments go to cargo test, e.g. `tools/test.sh ranks::` or
+# `tools/test.sh --test timing`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/ensure-deps.sh
+tools/ensure-deps.sh test
 exec cargo test --release "$@"

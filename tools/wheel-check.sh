@@ -10,7 +10,7 @@
 # compiles nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/ensure-deps.sh
+tools/ensure-deps.sh test
 root=$PWD
 tag=$(sed -n 's/^manylinux = "\(.*\)"$/\1/p' pyproject.toml)
 [ -n "$tag" ] || { echo "wheel-check: no [tool.gpuspy] manylinux in pyproject.toml" >&2; exit 1; }
@@ -59,12 +59,16 @@ env="$work/env"
 export PATH="$env/bin:/usr/bin:/bin"
 gpuspy="$env/bin/gpuspy"
 [ "$(command -v gpuspy)" = "$gpuspy" ] || fail "gpuspy is not on the venv's PATH"
-[ "$(gpuspy --version)" = "gpuspy $version" ] || fail "gpuspy --version: $(gpuspy --version)"
-[ "$("$env/bin/python" -m gpuspy --version)" = "gpuspy $version" ] || fail "python -m gpuspy --version"
+# `gpuspy VERSION (BUILD)`: the wheel was built from this checkout, so BUILD names its
+# commit (marked -dirty where the sources differed from it when they were last built).
+build=$(git describe --always 2>/dev/null || echo unknown)
+version_ok() { [ "$1" = "gpuspy $version ($build)" ] || [ "$1" = "gpuspy $version ($build-dirty)" ]; }
+version_ok "$(gpuspy --version)" || fail "gpuspy --version: $(gpuspy --version), not gpuspy $version ($build)"
+version_ok "$("$env/bin/python" -m gpuspy --version)" || fail "python -m gpuspy --version"
 shim=$(gpuspy shim-path)
 [ "$shim" = "$(realpath "$env/lib/gpuspy/libgpuspy.so")" ] \
     || fail "gpuspy shim-path gave $shim, not the venv's lib/gpuspy/libgpuspy.so"
-echo "   gpuspy $version, shim at $shim"
+echo "   $(gpuspy --version), shim at $shim"
 
 echo "== wheel-check: SIMULATED job under the installed gpuspy (fake libcuda.so.1)"
 driver="$work/fake-driver"

@@ -20,8 +20,8 @@
 # Needs .dev/bin/libgpuspy.so (BIN=...) built with `cargo build --release`. modes.c has no
 # libcudart beside which the shim would find libcupti: GPUSPY_CUPTI_PATH names one (by
 # default the toolkit's, else the pip wheel's that PyTorch loads), and a run with the shim
-# whose dump says CUPTI was off where it should be on stops the script (before 2026-11-30's
-# session 7 it did not, and the default and full rows measured runs without CUPTI).
+# whose dump says CUPTI was off where it should be on stops the script (a run without CUPTI
+# would measure nothing of CUPTI's cost).
 set -uo pipefail
 out=${1:?usage: overhead-modes.sh OUTDIR [PAIRS] [WORKLOADS...]}
 pairs=${2:-25}

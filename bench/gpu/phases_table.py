@@ -11,14 +11,13 @@ saved (`cuda_s`: from the first CUDA call to the loop's end, without the Python 
 before it) over the problem run's wall time.
 
 Also printed: the prediction as a share of the loop (impact x steady-state time / loop
-time) against the share of the whole loop saved. Rounds recorded before session 11 have
-no `second_half_s` or `cuda_s`, and their bar is judged on these: for slow-startup, the
-share of gpuspy's start-up phase saved. That comparison assumed the fix saves nothing
-outside the steady state, which is wrong for a loop of uniform steps (3 steps of a
-managed-memory loop, 280 ms of 528 ms steady, read 28 % against 63 % saved, when the
-steady state's own prediction was 53 %); and the start-up phase holds the imports.
-Before 2026-11-30's session 7 the bar compared the impact itself with the share of the
-loop."""
+time) against the share of the whole loop saved. Rounds whose workloads printed no
+`second_half_s` or `cuda_s` (the oldest recorded ones) are judged on these, and
+slow-startup on the share of gpuspy's start-up phase saved. That comparison assumes the
+fix saves nothing outside the steady state, which is wrong for a loop of uniform steps (3
+steps of a managed-memory loop, 280 ms of 528 ms steady, read 28 % against 63 % saved,
+when the steady state's own prediction was 53 %); and the start-up phase holds the
+imports."""
 import functools
 import json
 import os
@@ -37,7 +36,7 @@ EXPECTED = {
     "triton-small-grid": ("small-grid", "triton-grid-fixed"),
     "slow-startup": ("slow-startup", "slow-startup-fixed"),
     "torch-compile": ("slow-startup", "torch-compile-eager"),
-    # Rounds before session 12 ran torch-compile under this name, expecting no warning
+    # The oldest recorded rounds ran torch-compile under this name, expecting no warning
     # and with no eager run; its compile took 7-11 s with the cache warm, a quarter to a
     # third of the run, which is what slow-startup reports.
     "healthy-compile": ("slow-startup", None),

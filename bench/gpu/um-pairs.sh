@@ -5,14 +5,14 @@
 # the loop's own time (loop_s, in ms) of each run goes to RAW.txt, summarised by
 # bench/gpu/paired_summary.py (median paired differences against `none`, 90 % intervals).
 # Usage on the GPU machine, from the repository root:
-#   NEW=.dev/bin OLD=.dev/variants/session12 bash bench/gpu/um-pairs.sh OUTDIR PAIRS [FORM] [MODE]
+#   NEW=.dev/bin OLD=.dev/variants/old bash bench/gpu/um-pairs.sh OUTDIR PAIRS [FORM] [MODE]
 set -uo pipefail
 out=${1:?usage: um-pairs.sh OUTDIR PAIRS [FORM] [MODE]}
 pairs=${2:?usage: um-pairs.sh OUTDIR PAIRS [FORM] [MODE]}
 form=${3:-short}
 mode=${4:-um-fault-heavy}
 new=$(realpath "${NEW:-.dev/bin}")/libgpuspy.so
-old=$(realpath "${OLD:-.dev/variants/session12}")/libgpuspy.so
+old=$(realpath "${OLD:-.dev/variants/old}")/libgpuspy.so
 export GPUSPY_FLUSH_S=0 PYTHONUNBUFFERED=1
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) $form $mode" | tee "$out/raw.txt"
 one() {

@@ -112,6 +112,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         schema: SCHEMA_NAME.into(),
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
+        tool_build: Some(env!("GPUSPY_BUILD").into()),
         process: Process {
             // SAFETY: getpid/getppid have no preconditions.
             pid: unsafe { libc::getpid() } as u32,

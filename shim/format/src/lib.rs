@@ -6,9 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Bumped on any change a reader of the previous version would misread.
-/// Version 2 added the timeline; this reader still reads version 1 (no timeline).
-pub const SCHEMA_VERSION: u32 = 2;
+/// Bumped on any change to what a dump holds (CHANGELOG.md lists each version's change).
+/// Version 2 added the timeline, version 3 `tool_build`; this reader still reads versions 1
+/// and 2, which lack them.
+pub const SCHEMA_VERSION: u32 = 3;
 /// The oldest version this reader reads.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 /// The `schema` field of every dump, so that a stray JSON file is recognised as foreign.
@@ -31,6 +32,11 @@ pub struct Dump {
     pub schema: String,
     pub schema_version: u32,
     pub tool_version: String,
+    /// The exact build of the shim that wrote the dump: `git describe --always --dirty` of
+    /// its sources, or `unknown` where they were not a git checkout (a wheel built from an
+    /// sdist). None in dumps of schema 1 and 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_build: Option<String>,
     pub process: Process,
     /// Wall-clock (Unix epoch) nanoseconds at process start (or at fork, for a child) and at the
     /// moment this dump was taken.
