@@ -852,7 +852,9 @@ fn strings_of_megabytes_are_cut_in_the_page_and_the_trace() {
             cmd.args(["report", flag, s(&out), "--json", s(dump)]);
             let measured = run_with_peak_rss(&mut cmd);
             assert_eq!(measured.status.code(), Some(0), "{flag}");
-            let limit_kib = (4 * std::fs::metadata(dump).unwrap().len() + (64 << 20)) / 1024;
+            // The bound is on how memory grows with the dump: a release build's baseline
+            // for a dump of kilobytes (about 77 MiB with --html) is over its fixed part.
+            let limit_kib = (4 * std::fs::metadata(dump).unwrap().len() + (96 << 20)) / 1024;
             assert!(
                 measured.max_rss_kib < limit_kib,
                 "{flag}: peak {} KiB, limit {limit_kib} KiB",
