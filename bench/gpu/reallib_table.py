@@ -50,7 +50,7 @@ def cupti(d, gpuspy, mode):
     if got is None:
         return "-"
     rows = got[1].get("gpu") or []
-    return "on" if rows and rows[0]["gpu"]["cupti"]["active"] else "off"
+    return "on" if rows and rows[0]["cupti"]["active"] else "off"
 
 
 def result(d, mode):
