@@ -696,11 +696,26 @@ fn the_unified_memory_counters_come_on_with_the_first_launch_after_the_allocatio
 }
 
 #[test]
-fn between_slots_the_sampled_mode_detaches_cupti_and_leaves_it_alone() {
-    // No managed memory: between slots gpuspy detaches CUPTI (an attached CUPTI cost each
-    // launch on the H200 once a traced kind had been on) and calls it again only to attach
-    // it for the next slot: any other call would attach it, as CUPTI initialises lazily.
+fn by_default_the_sampled_mode_never_detaches_cupti() {
+    // cuptiFinalize from gpuspy's thread races with the program's other threads' CUDA
+    // calls (SIGSEGV in PyTorch backward passes on the H200): the stream that the opt-in
+    // mode detaches between slots is sampled attached.
     let run = run("cupti_stream", &["1500"], &[]);
+    let note = gpu_section(&run)["cupti"]["note"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note.contains("switched the traced kinds off"), "{note}");
+    assert!(!note.contains("detached"), "{note}");
+}
+
+#[test]
+fn between_slots_the_detaching_mode_detaches_cupti_and_leaves_it_alone() {
+    // No managed memory: under GPUSPY_CUPTI=detach, between slots gpuspy detaches CUPTI (an
+    // attached CUPTI cost each launch on the H200 once a traced kind had been on) and calls
+    // it again only to attach it for the next slot: any other call would attach it, as
+    // CUPTI initialises lazily.
+    let run = run("cupti_stream", &["1500"], &[("GPUSPY_CUPTI", "detach")]);
     let g = gpu_section(&run);
     let note = g["cupti"]["note"].as_str().unwrap();
     let detaches: u64 = note
@@ -738,8 +753,13 @@ fn between_slots_the_sampled_mode_detaches_cupti_and_leaves_it_alone() {
 #[test]
 fn a_program_that_uses_cuda_graphs_keeps_cupti_attached() {
     // A graph captured while CUPTI was attached failed to launch after a detach on the
-    // H200: the same stream, after a stream capture began, is sampled without detaching.
-    let run = run("cupti_stream", &["1500", "graph"], &[]);
+    // H200: the same stream, after a stream capture began, is sampled without detaching,
+    // also under GPUSPY_CUPTI=detach.
+    let run = run(
+        "cupti_stream",
+        &["1500", "graph"],
+        &[("GPUSPY_CUPTI", "detach")],
+    );
     let g = gpu_section(&run);
     let note = g["cupti"]["note"].as_str().unwrap();
     assert!(note.contains("activity sampled in duty cycles"), "{note}");
@@ -768,7 +788,11 @@ fn a_program_that_uses_nccl_is_recorded_whole() {
 fn a_slot_is_judged_by_its_launches_when_its_records_come_late() {
     // 100,000 launches a second whose records come 300 ms late: a 20 ms slot has none of
     // its own records at its end, yet its launches cost CUPTI as much.
-    let run = run("cupti_stream", &["1500", "late"], &[]);
+    let run = run(
+        "cupti_stream",
+        &["1500", "late"],
+        &[("GPUSPY_CUPTI", "detach")],
+    );
     let note = gpu_section(&run)["cupti"]["note"]
         .as_str()
         .unwrap()
@@ -781,6 +805,7 @@ fn a_slot_is_judged_by_its_launches_when_its_records_come_late() {
 
 #[test]
 fn kernel_records_that_stopped_coming_are_brought_back_by_attaching_cupti_anew() {
+    // Under GPUSPY_CUPTI=detach only: attaching anew detaches first.
     // The fake's kernel records stop at the first switch-off, as in about 1 in 10 H200 runs
     // whose CUPTI stayed attached between slots; the stream (5,000 kernels a second, each
     // burst synced) is cheaper to record attached. Its records were awaited all run, so
@@ -789,7 +814,7 @@ fn kernel_records_that_stopped_coming_are_brought_back_by_attaching_cupti_anew()
     let run = run(
         "cupti_stream",
         &["20000", "stuck"],
-        &[("FAKECUPTI_KERNELS_STOP", "1")],
+        &[("FAKECUPTI_KERNELS_STOP", "1"), ("GPUSPY_CUPTI", "detach")],
     );
     let note = gpu_section(&run)["cupti"]["note"]
         .as_str()
@@ -829,7 +854,7 @@ fn kernel_records_missing_without_a_sync_after_them_leave_cupti_attached() {
     let run = run(
         "cupti_stream",
         &["4000", "stuck", "nosync"],
-        &[("FAKECUPTI_KERNELS_STOP", "1")],
+        &[("FAKECUPTI_KERNELS_STOP", "1"), ("GPUSPY_CUPTI", "detach")],
     );
     let note = gpu_section(&run)["cupti"]["note"]
         .as_str()
@@ -857,7 +882,11 @@ fn a_program_cheap_to_record_is_recorded_whole_without_a_switch() {
 fn with_managed_memory_the_traced_kinds_are_on_one_slot_in_eight() {
     // Cheap to record, yet sampled: traced, kernels that fault on managed pages ran 5 %
     // slower on the H200.
-    let run = run("cupti_stream", &["1500", "paced", "managed"], &[]);
+    let run = run(
+        "cupti_stream",
+        &["1500", "paced", "managed"],
+        &[("GPUSPY_CUPTI", "detach")],
+    );
     let g = gpu_section(&run);
     let note = g["cupti"]["note"].as_str().unwrap();
     assert!(note.contains("switched the traced kinds off"), "{note}");

@@ -78,6 +78,7 @@ impl Config {
             cupti: match var("GPUSPY_CUPTI").as_deref() {
                 Some("0") => CuptiMode::Off,
                 Some("full") => CuptiMode::Full,
+                Some("detach") => CuptiMode::SampledDetaching,
                 _ => CuptiMode::Sampled,
             },
             // A path, not text: read as an OsString.
@@ -92,8 +93,13 @@ impl Config {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CuptiMode {
     Off,
-    /// Activity kinds on in duty cycles sized to CUPTI's cost (gpu/sampling.rs).
+    /// Activity kinds on in duty cycles sized to CUPTI's cost (gpu/sampling.rs), CUPTI
+    /// attached from its start to the end.
     Sampled,
+    /// Duty cycles that also detach CUPTI (`cuptiFinalize`) between slots where that is
+    /// cheaper: less cost per launch, but `cuptiFinalize` races with the CUDA calls of the
+    /// program's other threads (docs/overhead.md, "Detaching between slots").
+    SampledDetaching,
     /// Every record, for the whole run.
     Full,
 }

@@ -86,6 +86,8 @@ static REGISTERED: AtomicBool = AtomicBool::new(false);
 static DETACHED: AtomicBool = AtomicBool::new(false);
 /// The program uses CUDA graphs: gpuspy never detaches CUPTI again (`keep_attached`).
 static KEEP_ATTACHED: AtomicBool = AtomicBool::new(false);
+/// `GPUSPY_CUPTI=detach`: the sampled mode may detach CUPTI between slots.
+static DETACH_BETWEEN_SLOTS: AtomicBool = AtomicBool::new(false);
 /// Detaches and attaches again so far, and the time they took in all.
 static DETACHES: AtomicU64 = AtomicU64::new(0);
 static ATTACHES: AtomicU64 = AtomicU64::new(0);
@@ -130,7 +132,12 @@ pub static AGGREGATOR: Mutex<Option<Aggregator>> = Mutex::new(None);
 
 /// Starts collection; returns a note for the dump saying what was used or why not.
 /// `origin_unix_ns`: the process start, the origin of the timeline's windows.
-pub fn start(sampled: bool, origin_unix_ns: u64) -> Result<String, String> {
+pub fn start(
+    sampled: bool,
+    detach_between_slots: bool,
+    origin_unix_ns: u64,
+) -> Result<String, String> {
+    DETACH_BETWEEN_SLOTS.store(detach_between_slots, Relaxed);
     // The program's registration waits for this to finish (see `step_aside`).
     let _no_program_registration_meanwhile = STARTING.lock();
     if PROGRAM_CLIENT.load(Acquire) {
@@ -263,7 +270,10 @@ fn detach_now() -> Option<u64> {
     let api = API.get()?;
     let _no_program_registration_meanwhile = STARTING.lock();
     let _one_at_a_time = COLLECTING.lock().ok()?;
-    if !REGISTERED.load(Acquire) || KEEP_ATTACHED.load(SeqCst) {
+    if !REGISTERED.load(Acquire)
+        || KEEP_ATTACHED.load(SeqCst)
+        || !DETACH_BETWEEN_SLOTS.load(Relaxed)
+    {
         return None;
     }
     let before = crate::clock::monotonic_ns();
@@ -316,7 +326,7 @@ static LAST_SYNC_END: AtomicU64 = AtomicU64::new(0);
 /// since: the restart's detach then waits for it (docs/design.md, "Kernel records that
 /// stop"). On gpuspy's thread only.
 pub fn records_stopped() -> bool {
-    if RESTARTS_TRIED.load(Relaxed) >= MAX_RESTARTS || !may_detach() {
+    if RESTARTS_TRIED.load(Relaxed) >= MAX_RESTARTS || !may_detach_between_slots() {
         return false;
     }
     let mut since = None;
@@ -374,9 +384,18 @@ pub fn keep_attached() {
     }
 }
 
-/// Whether `detach` may still detach CUPTI: not once the program has used CUDA graphs.
+/// Whether CUPTI may still be detached: not once the program has used CUDA graphs.
 pub fn may_detach() -> bool {
     !KEEP_ATTACHED.load(Relaxed)
+}
+
+/// Whether `detach` and `restart` may detach CUPTI from gpuspy's thread: only under
+/// `GPUSPY_CUPTI=detach`. `cuptiFinalize` there races with the CUDA calls of the program's
+/// other threads: PyTorch training loops died of SIGSEGV in their backward pass on the
+/// H200, 1 run in 3, never with CUPTI attached all run (bench/results/gpu-2026-12-02-reallib-2;
+/// Kineto met the same race, pytorch/kineto#686).
+pub fn may_detach_between_slots() -> bool {
+    DETACH_BETWEEN_SLOTS.load(Relaxed) && may_detach()
 }
 
 /// Attaches CUPTI again after `detach`, as `start` left it: our callbacks, the OVERHEAD

@@ -190,11 +190,12 @@ fn run() {
     let cupti = match settings.cupti {
         CuptiMode::Off => Err("off (GPUSPY_CUPTI=0)".to_string()),
         mode => cupti::start(
-            mode == CuptiMode::Sampled,
+            mode != CuptiMode::Full,
+            mode == CuptiMode::SampledDetaching,
             crate::lifecycle::start_unix_ns(),
         ),
     };
-    let sampled = settings.cupti == CuptiMode::Sampled && cupti.is_ok();
+    let sampled = settings.cupti != CuptiMode::Full && cupti.is_ok();
     let mut duty = Switches {
         traced: sampled.then(|| sampling::DutyCycle::adaptive(clock::unix_ns())),
         unified_memory: None,
@@ -343,7 +344,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // blocked 1.6 s behind it, and 1,811 records untimed: its busy time read
                     // 0.6 % (bench/results/gpu-2026-12-01-session11-phases-2).
                     let detachable = duty.unified_memory.is_none()
-                        && cupti::may_detach()
+                        && cupti::may_detach_between_slots()
                         && cupti::awaited_records() <= sampling::AWAITED_RECORDS_TO_DETACH;
                     traced.switching_costs(detachable.then(cupti::switch_cost_ns));
                     let (cost, launches) = cupti::this_slot();
