@@ -624,6 +624,20 @@ impl<'a> Windows<'a> {
         )
     }
 
+    /// Whether window `i`'s only work was copies: no launch, the GPU idle, and the host
+    /// blocked mostly in copies.
+    fn copies_only(&self, i: usize, metric: &[u64]) -> bool {
+        let copying = self
+            .t
+            .host
+            .blocked_ns
+            .iter()
+            .filter(|c| matches!(c.cause, SyncCause::SyncCopy | SyncCause::PageableAsyncCopy));
+        at(metric, i) == 0
+            && (self.busy(i) as f64) < WORK_SHARE * self.len(i) as f64
+            && 2 * total(copying.map(|c| at(&c.ns, i))) >= self.blocked(i)
+    }
+
     fn loading(&self, i: usize) -> bool {
         let h = &self.t.host;
         (at(&h.module_ns, i) + at(&h.init_ns, i)) as f64 >= LOADING_SHARE * self.len(i) as f64
@@ -714,9 +728,12 @@ fn labels(w: &Windows) -> Vec<Label> {
     // model's weights) or waited in a barrier, and a host pause ended by the first kernels'
     // lazy loading is set-up, not a JIT compile (a DDP rank built its model on the host for
     // 5 s after NCCL's first calls; bench/results/gpu-2026-12-01-session12-ddp).
+    // Teardown begins after the last window with work other than copies: a training loop
+    // that ends by moving the model and optimizer state back to the host (Lightning's
+    // `fit()`: 2.28 GB in 32 pageable copies after the last step) is not in its steady state.
     let (Some(first), Some(last)) = (
         (0..w.n).position(|i| working[i] && at(metric, i) > 0),
-        working.iter().rposition(|&x| x),
+        (0..w.n).rposition(|i| working[i] && !w.copies_only(i, metric)),
     ) else {
         return vec![Label::Startup; w.n];
     };
@@ -1714,6 +1731,35 @@ mod tests {
         t.devices.push(second);
         let g = steady(&profile(t)).unwrap().gpu.unwrap();
         assert_eq!(g.idle[&IdleKind::AfterSync], 60 * MS + 2 * 99 * MS / 10);
+    }
+
+    #[test]
+    fn copies_after_the_last_step_are_teardown() {
+        // 20 loop windows, then 5 in which the host only copies (blocked 8 ms in pageable
+        // copies each, the GPU idle), the model moved back to the host: teardown.
+        let mut w = times(20, LOOP);
+        w.extend(times(
+            5,
+            W {
+                blocked_ns: 8 * MS,
+                ..W::default()
+            },
+        ));
+        let mut t = timeline(&w, false);
+        t.host.blocked_ns[0].cause = SyncCause::PageableAsyncCopy;
+        let a = time_axis(&profile(t.clone())).unwrap();
+        assert_eq!(
+            starts(&a),
+            [(PhaseKind::Steady, 0), (PhaseKind::Teardown, 200)]
+        );
+        // Blocked in explicit syncs instead, the host waited for the loop's GPU work: only
+        // the last window, below half the usual rate, is teardown.
+        t.host.blocked_ns[0].cause = SyncCause::Explicit;
+        let a = time_axis(&profile(t)).unwrap();
+        assert_eq!(
+            starts(&a),
+            [(PhaseKind::Steady, 0), (PhaseKind::Teardown, 240)]
+        );
     }
 
     #[test]

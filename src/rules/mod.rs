@@ -13,6 +13,7 @@ mod launch_bound;
 mod pageable_memcpy;
 pub(crate) mod pcie_link_degraded;
 mod rank_straggler;
+mod recurrence;
 mod slow_startup;
 mod small_grid;
 mod sync_stalled;

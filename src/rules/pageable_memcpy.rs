@@ -1,6 +1,7 @@
 use super::gpu_data::link_peak_bytes_per_s;
+use super::recurrence::Recurrence;
 use crate::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
-use crate::phases::{in_steady, IdleKind};
+use crate::phases::{at, in_steady, IdleKind};
 use crate::profile::Profile;
 use gpuspy_format::{Direction, HostKind, SyncCause};
 
@@ -41,6 +42,10 @@ pageable it is theirs. On the H200 (`examples/staged.py pageable-memcpy`, 16 MiB
 from dumps recorded before transfer time was: 93 % idle in the copies (over the time
 accounted), 20 % the pinned copies' share, impact 73 % against 71-73 % saved.
 
+Copies that come in fewer than 8 bursts filling under a quarter of the steady windows are
+not a per-step cost and do not fire the rule: a model moved to the GPU, a checkpoint, the
+copy back to the host that ends Lightning's `fit()` (`rules::recurrence`).
+
 Fix: pin the host buffers. In PyTorch, `DataLoader(..., pin_memory=True)` and
 `tensor.to('cuda', non_blocking=True)`; `tensor.pin_memory()` for buffers you reuse. In
 CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
@@ -55,8 +60,23 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
         let blocked_share;
         let impact;
         let mut pinned_ns = 0;
-        if let Some(st) = crate::phases::steady(p) {
+        let axis = crate::phases::time_axis(p);
+        if let Some(st) = axis.as_ref().and_then(|a| a.steady.clone()) {
             let cause = [SyncCause::PageableAsyncCopy];
+            let copies = axis.as_ref().map(|a| {
+                Recurrence::of(p, a, |t, w| {
+                    let blocked = t
+                        .host
+                        .blocked_ns
+                        .iter()
+                        .filter(|s| cause.contains(&s.cause));
+                    blocked.map(|s| at(&s.ns, w)).sum()
+                })
+            });
+            if copies.is_some_and(|c| c.one_off()) {
+                // A model moved to the GPU, a checkpoint, a teardown: not a per-step cost.
+                return Outcome::Clear;
+            }
             let (part, whole) = (st.host.blocked_ns(&cause), st.whole.blocked_ns(&cause));
             (calls, blocked, steady) = (in_steady(calls, part, whole), part, st.ns);
             of_steady = "the steady state";
@@ -197,6 +217,47 @@ mod tests {
             panic!("no finding")
         };
         assert!((f.impact - 0.7).abs() < 1e-9, "{}", f.impact);
+    }
+
+    #[test]
+    fn one_off_bursts_of_copies_are_not_a_per_step_cost() {
+        use crate::phases::fixtures::{attach, timeline, times, MS, W};
+        use gpuspy_format::timeline::CauseSeries;
+        // 100 windows of a loop that launches every window; its first 4 windows copy
+        // 240 ms in all from pageable memory (the model moved to the GPU), then never.
+        let burst = |first: usize| {
+            let mut t = timeline(
+                &times(
+                    100,
+                    W {
+                        launches: 20,
+                        busy_ns: 9 * MS,
+                        ..W::default()
+                    },
+                ),
+                false,
+            );
+            let mut ns = vec![0; 100];
+            ns[first..first + 4].fill(6 * MS);
+            t.host.blocked_ns = vec![CauseSeries {
+                cause: SyncCause::PageableAsyncCopy,
+                ns,
+            }];
+            let mut p = run(1.0)
+                .sync(SyncCause::PageableAsyncCopy, 12, 24.0)
+                .copy(Direction::HtoD, HostKind::Pageable, 12, 600 << 20)
+                .build();
+            attach(&mut p, t);
+            p
+        };
+        assert!(matches!(PageableMemcpy.check(&burst(40)), Outcome::Clear));
+        // The same copies spread over every fourth window recur: the rule fires.
+        let mut spread = burst(40);
+        let t = spread.processes[0].timeline.as_mut().unwrap();
+        t.host.blocked_ns[0].ns = (0..100)
+            .map(|w| if w % 4 == 0 { 4 * MS } else { 0 })
+            .collect();
+        assert!(matches!(PageableMemcpy.check(&spread), Outcome::Found(_)));
     }
 
     #[test]
