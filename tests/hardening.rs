@@ -412,3 +412,106 @@ fn an_output_directory_others_control_is_refused_and_the_program_runs_on() {
         "nothing new written through their link"
     );
 }
+
+/// The unprivileged users of the multi-user cases.
+const ATTACKER: u32 = 1001;
+const VICTIM: u32 = 1002;
+
+/// Whether the multi-user cases can run here (as root, with setpriv allowed to switch
+/// users); if not, why is printed and the test counts as skipped.
+fn multi_user(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let why = if unsafe { libc::geteuid() } != 0 {
+        "not root".to_string()
+    } else {
+        match as_user(ATTACKER, Path::new("true")).status() {
+            Ok(s) if s.success() => return true,
+            Ok(s) => format!("setpriv cannot switch users here ({s})"),
+            Err(e) => format!("no setpriv: {e}"),
+        }
+    };
+    eprintln!("skipped {test}: {why}");
+    false
+}
+
+/// `exe` run as user `uid` with no supplementary groups.
+fn as_user(uid: u32, exe: &Path) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .args(["--clear-groups", "--"])
+        .arg(exe)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("TMPDIR")
+        .env_remove("GITHUB_ACTIONS");
+    cmd
+}
+
+/// A directory every user may enter, with `name` in it owned by `uid` with `mode`.
+fn shared_with(top: &Path, name: &str, uid: u32, mode: u32) -> PathBuf {
+    use std::os::unix::fs::{chown, PermissionsExt};
+    std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = top.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    chown(&dir, Some(uid), Some(uid)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    dir
+}
+
+#[test]
+fn dumps_are_readable_by_their_user_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let top = tempfile::tempdir().unwrap();
+    let out = shared_with(top.path(), "out", 0, 0o755);
+    let (dumps, _) = linked_into(&out);
+    assert_eq!(dumps, 1);
+    let dump = &dumps_in(&out)[0];
+    let mode = std::fs::metadata(dump).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o600);
+    if multi_user("dumps_are_readable_by_their_user_alone, by another user") {
+        let read = as_user(ATTACKER, Path::new("cat"))
+            .arg(dump)
+            .output()
+            .unwrap();
+        assert!(!read.status.success());
+        assert!(!String::from_utf8_lossy(&read.stdout).contains("run_token"));
+    }
+}
+
+#[test]
+fn an_output_directory_made_inside_another_users_directory_is_refused() {
+    if !multi_user("an_output_directory_made_inside_another_users_directory") {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    // A scratch directory anyone may write to, but its owner may rename anything in it.
+    let theirs = shared_with(top.path(), "scratch", ATTACKER, 0o1777);
+    let why = format!(
+        "{} above it belongs to another user (uid {ATTACKER})",
+        theirs.display()
+    );
+    let out = theirs.join("out");
+    let refused = as_user(VICTIM, &gpuspy())
+        .args(["run", "-o", s(&out), "--", s(&program("linked")), "3", "1"])
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&why), "{stderr}");
+    assert!(!String::from_utf8_lossy(&refused.stdout).contains("linked: done"));
+    // The shim refuses it too, and the program runs on.
+    let direct = as_user(VICTIM, &program("linked"))
+        .args(["3", "1"])
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .env("LD_PRELOAD", shim())
+        .env("GPUSPY_OUT", &out)
+        .output()
+        .unwrap();
+    assert!(direct.status.success());
+    let warning = String::from_utf8_lossy(&direct.stderr);
+    assert!(warning.contains(&why), "{warning}");
+    assert!(!out.exists());
+}
