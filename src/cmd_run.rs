@@ -111,7 +111,9 @@ pub fn run(
     let prom = prom
         .map(|dir| {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-            check_out_dir(&dir, Writers::GroupOrSticky, &token)
+            // Others who may create names there could pre-create the finding's (its name is
+            // guessable) and serve their own metrics in its place.
+            check_out_dir(&dir, Writers::Nobody, &token)
                 .map(|()| dir.clone())
                 .inspect(|dir| remove_stale_temps(dir))
                 .map_err(|why| {

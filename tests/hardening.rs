@@ -460,6 +460,56 @@ fn shared_with(top: &Path, name: &str, uid: u32, mode: u32) -> PathBuf {
 }
 
 #[test]
+fn a_prometheus_directory_others_may_write_is_refused() {
+    let top = tempfile::tempdir().unwrap();
+    let shared = shared_with(top.path(), "shared", 0, 0o1777);
+    let out = top.path().join("out");
+    let refused = gpuspy_cmd(&[
+        "run",
+        "--prom",
+        s(&shared),
+        "-o",
+        s(&out),
+        "--",
+        s(&program("linked")),
+        "3",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "gpuspy: cannot write Prometheus files to {}: it may be written by other users \
+             (mode 1777); choose another directory with --prom\n",
+            shared.display()
+        )
+    );
+    assert!(!String::from_utf8_lossy(&refused.stdout).contains("linked: done"));
+    // The shim holds GPUSPY_PROM_DIR to the same rule.
+    let direct = command(
+        &program("linked"),
+        &["3", "1"],
+        &[("GPUSPY_PROM_DIR", s(&shared))],
+        &out,
+    )
+    .output()
+    .unwrap();
+    assert!(direct.status.success());
+    let warning = String::from_utf8_lossy(&direct.stderr);
+    assert!(
+        warning.contains(&format!(
+            "cannot write Prometheus metrics to {}: it may be written by other users (mode \
+             1777); set GPUSPY_PROM_DIR (gpuspy run --prom) to a directory of your own",
+            shared.display()
+        )),
+        "{warning}"
+    );
+    assert_eq!(entries(&shared), Vec::<PathBuf>::new());
+    assert_eq!(dumps_in(&out).len(), 1);
+}
+
+#[test]
 fn dumps_are_readable_by_their_user_alone() {
     use std::os::unix::fs::PermissionsExt;
     let top = tempfile::tempdir().unwrap();

@@ -383,7 +383,7 @@ impl Holds {
     fn writers(self) -> Writers {
         match self {
             Holds::Dumps => Writers::GroupOrSticky,
-            Holds::Metrics => Writers::GroupOrSticky,
+            Holds::Metrics => Writers::Nobody,
         }
     }
 
