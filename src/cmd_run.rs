@@ -130,7 +130,7 @@ pub fn run(
     let mut child = Command::new(program);
     child
         .args(args)
-        .env("LD_PRELOAD", &preload.value)
+        .env("LD_PRELOAD", &preload)
         .env("GPUSPY_OUT", &out)
         .env("GPUSPY_RUN_TOKEN", &token);
     if let Some(dir) = &prom {
@@ -160,7 +160,6 @@ pub fn run(
     drop(findings);
     // From here a signal acts as it would on any tool: the job is over.
     drop(forwarder);
-    drop(preload);
     let code = match signal {
         Some(n) => ExitCode::from(u8::try_from(128 + n).unwrap_or(1)),
         None => exit_code(&status),

@@ -459,6 +459,88 @@ fn shared_with(top: &Path, name: &str, uid: u32, mode: u32) -> PathBuf {
     dir
 }
 
+/// gpuspy and libgpuspy.so copied under a path ld.so would split at its space.
+fn spaced_install(top: &Path) -> PathBuf {
+    let install = top.join("my space");
+    std::fs::create_dir(&install).unwrap();
+    for file in ["gpuspy", "libgpuspy.so"] {
+        std::fs::copy(artifacts().bin_dir.join(file), install.join(file)).unwrap();
+    }
+    install
+}
+
+#[test]
+fn the_preload_link_outlives_the_job_and_no_other_user_can_replace_it() {
+    use std::os::unix::fs::MetadataExt;
+    if !multi_user("the_preload_link_outlives_the_job") {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    let install = spaced_install(top.path());
+    let home = shared_with(top.path(), "victim", VICTIM, 0o755);
+    let seen = home.join("preload");
+    let out = as_user(VICTIM, &install.join("gpuspy"))
+        .args(["run", "-o", s(&home.join("out")), "--", "sh", "-c"])
+        .arg(r#"printf %s "$LD_PRELOAD" > "$SEEN" && exec "$0" 3 1"#)
+        .arg(program("linked"))
+        .env("HOME", &home)
+        .env("SEEN", &seen)
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("1 dump(s) of this run"), "{stderr}");
+    let preloaded = PathBuf::from(std::fs::read_to_string(&seen).unwrap());
+    let dir = home.join(".cache/gpuspy");
+    assert_eq!(preloaded.parent(), Some(dir.as_path()));
+    // The job is over; the link stays for what it may have left behind, in a directory of
+    // the victim's that nobody else may write to.
+    let shim = install.join("libgpuspy.so");
+    assert_eq!(std::fs::read_link(&preloaded).unwrap(), shim);
+    let meta = std::fs::metadata(&dir).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (VICTIM, 0o700));
+    let attack = as_user(ATTACKER, Path::new("sh"))
+        .args(["-c", r#"mkdir -p "$1" && ln -sfn /tmp/evil.so "$2""#, "sh"])
+        .args([&dir, &preloaded])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!attack.success());
+    assert_eq!(std::fs::read_link(&preloaded).unwrap(), shim);
+}
+
+#[test]
+fn a_tmpdir_others_may_write_is_never_used_for_the_preload_link() {
+    let top = tempfile::tempdir().unwrap();
+    let install = spaced_install(top.path());
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let shared = shared_with(top.path(), "shared", me, 0o777);
+    let out = Command::new(install.join("gpuspy"))
+        .args(["run", "-o", s(&top.path().join("out")), "--"])
+        .arg(program("linked"))
+        .args(["3", "1"])
+        .env_remove("HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_CACHE_HOME")
+        .env("TMPDIR", &shared)
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let why = format!(
+        "{}/gpuspy-{me}: {} above it may be written by other users (mode 777)",
+        shared.display(),
+        shared.display()
+    );
+    assert!(stderr.contains(&why), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("linked: done"));
+    assert_eq!(entries(&shared), Vec::<PathBuf>::new());
+}
+
 #[test]
 fn a_prometheus_directory_others_may_write_is_refused() {
     let top = tempfile::tempdir().unwrap();
