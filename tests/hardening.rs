@@ -647,3 +647,39 @@ fn an_output_directory_made_inside_another_users_directory_is_refused() {
     assert!(warning.contains(&why), "{warning}");
     assert!(!out.exists());
 }
+
+#[test]
+fn the_reader_names_the_other_user_whose_directory_and_dumps_it_reads() {
+    if !multi_user("the_reader_names_the_other_user") {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    let theirs = shared_with(top.path(), "theirs", ATTACKER, 0o755);
+    let wrote = as_user(ATTACKER, Path::new("sh"))
+        .args(["-c", r#""$0" 3 1 && chmod 644 "$GPUSPY_OUT"/*.json"#])
+        .arg(program("linked"))
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .env("LD_PRELOAD", shim())
+        .env("GPUSPY_OUT", &theirs)
+        .output()
+        .unwrap();
+    assert!(wrote.status.success(), "{wrote:?}");
+    assert_eq!(dumps_in(&theirs).len(), 1);
+    let read = as_user(VICTIM, &gpuspy())
+        .args(["report", "--json"])
+        .arg(&theirs)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&read.stderr);
+    assert!(read.status.success(), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "gpuspy: warning: dumps of another user, in that user's directory (every figure \
+             from them is theirs to choose): {} (uid {ATTACKER})\n",
+            theirs.display()
+        )
+    );
+    let report: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(count(&report, "cuLaunchKernel"), 3);
+}
