@@ -19,6 +19,7 @@ use crate::safe_text::eprint_line;
 use crate::side_files::{remove_stale_temps, take_unwritten, unwritten_reason};
 use crate::{cmd_check, cmd_report};
 use anyhow::{anyhow, bail, Context, Result};
+use gpuspy_format::trust::{self, Writers};
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -97,7 +98,7 @@ pub fn run(
     let shim = std::fs::canonicalize(&shim).unwrap_or(shim);
     let token = run_token();
     let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
-    check_out_dir(&out, &token).map_err(|why| {
+    check_out_dir(&out, Writers::GroupOrSticky, &token).map_err(|why| {
         anyhow!(
             "cannot write dumps to {}: {why}; choose another directory with -o",
             out.display()
@@ -110,12 +111,17 @@ pub fn run(
     let prom = prom
         .map(|dir| {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-            check_out_dir(&dir, &token).map(|()| dir.clone()).inspect(|dir| remove_stale_temps(dir)).map_err(|why| {
-                anyhow!(
-                    "cannot write Prometheus files to {}: {why}; choose another directory with --prom",
-                    dir.display()
-                )
-            })
+            // Others who may create names there could pre-create the finding's (its name is
+            // guessable) and serve their own metrics in its place.
+            check_out_dir(&dir, Writers::Nobody, &token)
+                .map(|()| dir.clone())
+                .inspect(|dir| remove_stale_temps(dir))
+                .map_err(|why| {
+                    anyhow!(
+                        "cannot write Prometheus files to {}: {why}; choose another directory with --prom",
+                        dir.display()
+                    )
+                })
         })
         .transpose()?;
     let preload = preload::preload(&shim, std::env::var_os("LD_PRELOAD").as_deref())?;
@@ -124,7 +130,7 @@ pub fn run(
     let mut child = Command::new(program);
     child
         .args(args)
-        .env("LD_PRELOAD", &preload.value)
+        .env("LD_PRELOAD", &preload)
         .env("GPUSPY_OUT", &out)
         .env("GPUSPY_RUN_TOKEN", &token);
     if let Some(dir) = &prom {
@@ -154,7 +160,6 @@ pub fn run(
     drop(findings);
     // From here a signal acts as it would on any tool: the job is over.
     drop(forwarder);
-    drop(preload);
     let code = match signal {
         Some(n) => ExitCode::from(u8::try_from(128 + n).unwrap_or(1)),
         None => exit_code(&status),
@@ -164,7 +169,7 @@ pub fn run(
     let found = this_runs_dumps(&out, &before, &token);
     let unwritten = Unwritten(take_unwritten(&out, &token));
     if found.mine.is_empty() {
-        let why = match check_out_dir(&out, &token) {
+        let why = match check_out_dir(&out, Writers::GroupOrSticky, &token) {
             Err(why) => format!("the dumps could not be written to {}: {why}", out.display()),
             Ok(()) if !unwritten.0.is_empty() => unwritten.describe(&out),
             Ok(()) if status.code() == Some(LOADER_FAILED) && !driver_library_found() => {
@@ -368,25 +373,31 @@ fn run_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Creates the dump directory (as the shim would, mode 0755) and proves it writable by
-/// creating and removing a file in it: a check of what the shim will do, not a guess from a
-/// missing dump afterwards (permission bits lie to root and on read-only mounts).
-fn check_out_dir(dir: &Path, token: &str) -> Result<(), String> {
+/// Creates the dump directory (as the shim would, mode 0755), vets it and the directories
+/// above it as the shim does (`gpuspy_format::trust`, with `writers` the others it may let
+/// write there), and proves it writable by creating and removing a file in it: a check of
+/// what the shim will do, not a guess from a missing dump afterwards (permission bits lie
+/// to root and on read-only mounts).
+fn check_out_dir(dir: &Path, writers: Writers, token: &str) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    // Before anything is made there.
+    if let Some(why) = trust::untrusted_parents(dir, me) {
+        return Err(why);
+    }
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => return Err("it is a file, not a directory".into()),
-        Ok(m) => {
-            let link = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
-            // SAFETY: geteuid has no preconditions.
-            let me = unsafe { libc::geteuid() };
-            if let Some(why) = gpuspy_format::trust::untrusted_out_dir(&link, &m, me) {
-                return Err(why);
-            }
-        }
+        Ok(_) => {}
         Err(_) => std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o755)
             .create(dir)
             .map_err(|e| format!("cannot create it: {e}"))?,
+    }
+    let link = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(dir).map_err(|e| e.to_string())?;
+    if let Some(why) = trust::untrusted_out_dir(&link, &meta, me, writers) {
+        return Err(why);
     }
     let probe = dir.join(format!(".gpuspy-probe-{token}"));
     std::fs::OpenOptions::new()

@@ -34,11 +34,14 @@ fn dumps_in(dir: &Path) -> Result<Vec<PathBuf>> {
 /// Loads and merges every dump under `paths` one at a time, so memory stays bounded by the
 /// merged profile however many rank dumps there are; `each` sees every dump's own profile
 /// before it is merged. Of several dumps of one process image, only the latest is read
-/// (`latest_of_each_image`), with one note. Warns, in one line, about dumps owned by someone the reader does not
-/// trust (`trusted_owner`).
+/// (`latest_of_each_image`), with one note. Warns, in one line each, about dumps of another
+/// user's directory, and about dumps owned by someone the reader does not trust
+/// (`owner_of`).
 pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Profile> {
     let mut p = Profile::default();
     let mut untrusted = Vec::new();
+    // Directories of another user's, holding that user's dumps: each named once.
+    let mut theirs = BTreeSet::new();
     let (files, copies) = latest_of_each_image(dump_files(paths)?);
     if copies > 0 {
         crate::safe_text::eprint_line(format_args!(
@@ -47,12 +50,22 @@ pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Prof
     }
     for file in files {
         let (dump, meta) = read_dump(&file)?;
-        if !trusted_owner(&file, &meta) {
-            untrusted.push(format!("{} (uid {})", file.display(), meta.uid()));
+        match owner_of(&file, &meta) {
+            Owner::Trusted => {}
+            Owner::TheirDirectory(dir) => {
+                theirs.insert(format!("{} (uid {})", dir.display(), meta.uid()));
+            }
+            Owner::Planted => untrusted.push(format!("{} (uid {})", file.display(), meta.uid())),
         }
         let one = Profile::from_dump(&file, dump);
         each(&one);
         p.absorb(one);
+    }
+    if !theirs.is_empty() {
+        crate::safe_text::eprint_line(format_args!(
+            "warning: dumps of another user, in that user's directory (every figure from them is theirs to choose): {}",
+            theirs.into_iter().collect::<Vec<_>>().join(", ")
+        ));
     }
     if !untrusted.is_empty() {
         crate::safe_text::eprint_line(format_args!(
@@ -254,17 +267,30 @@ fn too_large(path: &Path, size: u64) -> anyhow::Error {
     )
 }
 
-/// Whether a dump's owner is one the reader trusts: the owner of the directory it is in
-/// (who created the output directory), the reader itself, or root. Anyone else could only
-/// have put it there through a directory writable by others, such as a shared `/tmp`, to
-/// plant or replace counts (docs/dump-format.md).
-fn trusted_owner(path: &Path, meta: &Metadata) -> bool {
+/// Whose a dump is, as far as the reader can trust it.
+enum Owner {
+    /// The reader's own, or root's.
+    Trusted,
+    /// Another user's, in a directory of that user's (named here).
+    TheirDirectory(PathBuf),
+    /// Someone's other than the directory's owner, the reader or root: they could only have
+    /// put it there through a directory writable by others, such as a shared `/tmp`, to
+    /// plant or replace counts (docs/dump-format.md).
+    Planted,
+}
+
+fn owner_of(path: &Path, meta: &Metadata) -> Owner {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    let dir_owner = std::fs::metadata(dir).map(|m| m.uid()).ok();
-    meta.uid() == 0 || meta.uid() == me || Some(meta.uid()) == dir_owner
+    if meta.uid() == 0 || meta.uid() == me {
+        return Owner::Trusted;
+    }
+    match std::fs::metadata(dir) {
+        Ok(d) if d.uid() == meta.uid() => Owner::TheirDirectory(dir.to_path_buf()),
+        _ => Owner::Planted,
+    }
 }

@@ -412,3 +412,274 @@ fn an_output_directory_others_control_is_refused_and_the_program_runs_on() {
         "nothing new written through their link"
     );
 }
+
+/// The unprivileged users of the multi-user cases.
+const ATTACKER: u32 = 1001;
+const VICTIM: u32 = 1002;
+
+/// Whether the multi-user cases can run here (as root, with setpriv allowed to switch
+/// users); if not, why is printed and the test counts as skipped.
+fn multi_user(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let why = if unsafe { libc::geteuid() } != 0 {
+        "not root".to_string()
+    } else {
+        match as_user(ATTACKER, Path::new("true")).status() {
+            Ok(s) if s.success() => return true,
+            Ok(s) => format!("setpriv cannot switch users here ({s})"),
+            Err(e) => format!("no setpriv: {e}"),
+        }
+    };
+    eprintln!("skipped {test}: {why}");
+    false
+}
+
+/// `exe` run as user `uid` with no supplementary groups.
+fn as_user(uid: u32, exe: &Path) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .args(["--clear-groups", "--"])
+        .arg(exe)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("TMPDIR")
+        .env_remove("GITHUB_ACTIONS");
+    cmd
+}
+
+/// A directory every user may enter, with `name` in it owned by `uid` with `mode`.
+fn shared_with(top: &Path, name: &str, uid: u32, mode: u32) -> PathBuf {
+    use std::os::unix::fs::{chown, PermissionsExt};
+    std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = top.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    chown(&dir, Some(uid), Some(uid)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    dir
+}
+
+/// gpuspy and libgpuspy.so copied under a path ld.so would split at its space.
+fn spaced_install(top: &Path) -> PathBuf {
+    let install = top.join("my space");
+    std::fs::create_dir(&install).unwrap();
+    for file in ["gpuspy", "libgpuspy.so"] {
+        std::fs::copy(artifacts().bin_dir.join(file), install.join(file)).unwrap();
+    }
+    install
+}
+
+#[test]
+fn the_preload_link_outlives_the_job_and_no_other_user_can_replace_it() {
+    use std::os::unix::fs::MetadataExt;
+    if !multi_user("the_preload_link_outlives_the_job") {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    let install = spaced_install(top.path());
+    let home = shared_with(top.path(), "victim", VICTIM, 0o755);
+    let seen = home.join("preload");
+    let out = as_user(VICTIM, &install.join("gpuspy"))
+        .args(["run", "-o", s(&home.join("out")), "--", "sh", "-c"])
+        .arg(r#"printf %s "$LD_PRELOAD" > "$SEEN" && exec "$0" 3 1"#)
+        .arg(program("linked"))
+        .env("HOME", &home)
+        .env("SEEN", &seen)
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("1 dump(s) of this run"), "{stderr}");
+    let preloaded = PathBuf::from(std::fs::read_to_string(&seen).unwrap());
+    let dir = home.join(".cache/gpuspy");
+    assert_eq!(preloaded.parent(), Some(dir.as_path()));
+    // The job is over; the link stays for what it may have left behind, in a directory of
+    // the victim's that nobody else may write to.
+    let shim = install.join("libgpuspy.so");
+    assert_eq!(std::fs::read_link(&preloaded).unwrap(), shim);
+    let meta = std::fs::metadata(&dir).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (VICTIM, 0o700));
+    let attack = as_user(ATTACKER, Path::new("sh"))
+        .args(["-c", r#"mkdir -p "$1" && ln -sfn /tmp/evil.so "$2""#, "sh"])
+        .args([&dir, &preloaded])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!attack.success());
+    assert_eq!(std::fs::read_link(&preloaded).unwrap(), shim);
+}
+
+#[test]
+fn a_tmpdir_others_may_write_is_never_used_for_the_preload_link() {
+    let top = tempfile::tempdir().unwrap();
+    let install = spaced_install(top.path());
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let shared = shared_with(top.path(), "shared", me, 0o777);
+    let out = Command::new(install.join("gpuspy"))
+        .args(["run", "-o", s(&top.path().join("out")), "--"])
+        .arg(program("linked"))
+        .args(["3", "1"])
+        .env_remove("HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("XDG_CACHE_HOME")
+        .env("TMPDIR", &shared)
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let why = format!(
+        "{}/gpuspy-{me}: {} above it may be written by other users (mode 777)",
+        shared.display(),
+        shared.display()
+    );
+    assert!(stderr.contains(&why), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("linked: done"));
+    assert_eq!(entries(&shared), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_prometheus_directory_others_may_write_is_refused() {
+    let top = tempfile::tempdir().unwrap();
+    let shared = shared_with(top.path(), "shared", 0, 0o1777);
+    let out = top.path().join("out");
+    let refused = gpuspy_cmd(&[
+        "run",
+        "--prom",
+        s(&shared),
+        "-o",
+        s(&out),
+        "--",
+        s(&program("linked")),
+        "3",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "gpuspy: cannot write Prometheus files to {}: it may be written by other users \
+             (mode 1777); choose another directory with --prom\n",
+            shared.display()
+        )
+    );
+    assert!(!String::from_utf8_lossy(&refused.stdout).contains("linked: done"));
+    // The shim holds GPUSPY_PROM_DIR to the same rule.
+    let direct = command(
+        &program("linked"),
+        &["3", "1"],
+        &[("GPUSPY_PROM_DIR", s(&shared))],
+        &out,
+    )
+    .output()
+    .unwrap();
+    assert!(direct.status.success());
+    let warning = String::from_utf8_lossy(&direct.stderr);
+    assert!(
+        warning.contains(&format!(
+            "cannot write Prometheus metrics to {}: it may be written by other users (mode \
+             1777); set GPUSPY_PROM_DIR (gpuspy run --prom) to a directory of your own",
+            shared.display()
+        )),
+        "{warning}"
+    );
+    assert_eq!(entries(&shared), Vec::<PathBuf>::new());
+    assert_eq!(dumps_in(&out).len(), 1);
+}
+
+#[test]
+fn dumps_are_readable_by_their_user_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let top = tempfile::tempdir().unwrap();
+    let out = shared_with(top.path(), "out", 0, 0o755);
+    let (dumps, _) = linked_into(&out);
+    assert_eq!(dumps, 1);
+    let dump = &dumps_in(&out)[0];
+    let mode = std::fs::metadata(dump).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o600);
+    if multi_user("dumps_are_readable_by_their_user_alone, by another user") {
+        let read = as_user(ATTACKER, Path::new("cat"))
+            .arg(dump)
+            .output()
+            .unwrap();
+        assert!(!read.status.success());
+        assert!(!String::from_utf8_lossy(&read.stdout).contains("run_token"));
+    }
+}
+
+#[test]
+fn an_output_directory_made_inside_another_users_directory_is_refused() {
+    if !multi_user("an_output_directory_made_inside_another_users_directory") {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    // A scratch directory anyone may write to, but its owner may rename anything in it.
+    let theirs = shared_with(top.path(), "scratch", ATTACKER, 0o1777);
+    let why = format!(
+        "{} above it belongs to another user (uid {ATTACKER})",
+        theirs.display()
+    );
+    let out = theirs.join("out");
+    let refused = as_user(VICTIM, &gpuspy())
+        .args(["run", "-o", s(&out), "--", s(&program("linked")), "3", "1"])
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&why), "{stderr}");
+    assert!(!String::from_utf8_lossy(&refused.stdout).contains("linked: done"));
+    // The shim refuses it too, and the program runs on.
+    let direct = as_user(VICTIM, &program("linked"))
+        .args(["3", "1"])
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .env("LD_PRELOAD", shim())
+        .env("GPUSPY_OUT", &out)
+        .output()
+        .unwrap();
+    assert!(direct.status.success());
+    let warning = String::from_utf8_lossy(&direct.stderr);
+    assert!(warning.contains(&why), "{warning}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn the_reader_names_the_other_user_whose_directory_and_dumps_it_reads() {
+    if !multi_user("the_reader_names_the_other_user") {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    let theirs = shared_with(top.path(), "theirs", ATTACKER, 0o755);
+    let wrote = as_user(ATTACKER, Path::new("sh"))
+        .args(["-c", r#""$0" 3 1 && chmod 644 "$GPUSPY_OUT"/*.json"#])
+        .arg(program("linked"))
+        .env("LD_LIBRARY_PATH", &artifacts().driver_dir)
+        .env("LD_PRELOAD", shim())
+        .env("GPUSPY_OUT", &theirs)
+        .output()
+        .unwrap();
+    assert!(wrote.status.success(), "{wrote:?}");
+    assert_eq!(dumps_in(&theirs).len(), 1);
+    let read = as_user(VICTIM, &gpuspy())
+        .args(["report", "--json"])
+        .arg(&theirs)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&read.stderr);
+    assert!(read.status.success(), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "gpuspy: warning: dumps of another user, in that user's directory (every figure \
+             from them is theirs to choose): {} (uid {ATTACKER})\n",
+            theirs.display()
+        )
+    );
+    let report: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(count(&report, "cuLaunchKernel"), 3);
+}

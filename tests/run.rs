@@ -134,6 +134,8 @@ fn an_install_path_with_a_space_or_colon_never_preloads_a_planted_library() {
         marker_lib("PLANTED", &cwd.join(tail).join("libgpuspy.so"));
         let tmp = root.path().join(format!("tmp-{tail}"));
         std::fs::create_dir(&tmp).unwrap();
+        let runtime = root.path().join(format!("runtime-{tail}"));
+        std::fs::create_dir(&runtime).unwrap();
         let (planted, kept_marker) = (
             root.path().join("planted-marker"),
             root.path().join("kept-marker"),
@@ -148,6 +150,7 @@ fn an_install_path_with_a_space_or_colon_never_preloads_a_planted_library() {
             .env("LD_LIBRARY_PATH", &a.driver_dir)
             .env("LD_PRELOAD", &kept)
             .env("TMPDIR", &tmp)
+            .env("XDG_RUNTIME_DIR", &runtime)
             .env("MARKER_PLANTED", &planted)
             .env("MARKER_KEPT", &kept_marker)
             .output()
@@ -163,7 +166,15 @@ fn an_install_path_with_a_space_or_colon_never_preloads_a_planted_library() {
         );
         std::fs::remove_file(&kept_marker).unwrap();
         assert_eq!(count(&report_of(&out), "cuLaunchKernel"), 7, "{install}");
-        // The private directory holding the link is gone with the child.
+        // The link is in the user's runtime directory, where it stays for what the job
+        // left behind; nothing is made under TMPDIR.
+        let links = std::fs::read_dir(runtime.join("gpuspy")).unwrap();
+        let link = links.map(|e| e.unwrap().path()).collect::<Vec<_>>();
+        assert_eq!(link.len(), 1, "{install}: {link:?}");
+        assert_eq!(
+            std::fs::read_link(&link[0]).unwrap(),
+            dir.join("libgpuspy.so")
+        );
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{install}");
     }
 }

@@ -5,6 +5,7 @@ use crate::hooks::{ALL_HOOKS, HOOK_COUNT};
 use crate::lifecycle::config;
 use crate::record::{self, Series, ThreadStats};
 use crate::{clock, unwrapped};
+use gpuspy_format::trust::{self, Writers};
 use gpuspy_format::{
     hist, prom, ApiRecord, CopyRecord, Direction, Dump, Ending, HostKind, Process, Rank, SyncCause,
     SyncRecord, SCHEMA_NAME, SCHEMA_VERSION,
@@ -241,6 +242,7 @@ pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool)
         .and_then(|json| {
             write_to(
                 &config.out_dir,
+                Holds::Dumps,
                 &dump_name(&dump.process),
                 &json,
                 config.fsync,
@@ -261,7 +263,8 @@ pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool)
         let done = if last {
             remove_from(dir, &name)
         } else {
-            write_to(dir, &name, prom::render(&dump, &identity).as_bytes(), false)
+            let text = prom::render(&dump, &identity);
+            write_to(dir, Holds::Metrics, &name, text.as_bytes(), false)
         };
         if let Err(e) = done {
             warn_once(&format!(
@@ -282,7 +285,7 @@ fn mark_unwritten(dir: &Path, token: &str, pid: u32, e: &io::Error) {
         None if e.kind() == io::ErrorKind::FileTooLarge => libc::EFBIG,
         None => 0,
     };
-    let Ok(dir) = open_out_dir(dir) else {
+    let Ok(dir) = open_out_dir(dir, Holds::Dumps) else {
         return;
     };
     let Ok(name) = c_name(gpuspy_format::side_files::unwritten_name(token, pid, errno)) else {
@@ -303,9 +306,9 @@ fn mark_unwritten(dir: &Path, token: &str, pid: u32, e: &io::Error) {
     }
 }
 
-/// Removes `name` from `dir` (a trusted directory), if it is there.
+/// Removes `name` from `dir` (a trusted directory of metrics), if it is there.
 fn remove_from(dir: &Path, name: &str) -> io::Result<()> {
-    let dir = open_out_dir(dir)?;
+    let dir = open_out_dir(dir, Holds::Metrics)?;
     let name = c_name(name)?;
     // SAFETY: a NUL-terminated name relative to the directory we hold open.
     match cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }) {
@@ -315,10 +318,10 @@ fn remove_from(dir: &Path, name: &str) -> io::Result<()> {
 }
 
 /// Writes `bytes` to `dir/name` atomically (a temp file renamed over it).
-fn write_to(dir: &Path, name: &str, bytes: &[u8], fsync: bool) -> io::Result<()> {
+fn write_to(dir: &Path, holds: Holds, name: &str, bytes: &[u8], fsync: bool) -> io::Result<()> {
     within_file_size_limit(bytes.len())?;
-    let dir = open_out_dir(dir)?;
-    let (tmp, mut file) = create_temp(&dir)?;
+    let dir = open_out_dir(dir, holds)?;
+    let (tmp, mut file) = create_temp(&dir, holds.mode())?;
     let written = file
         .write_all(bytes)
         .and_then(|_| if fsync { file.sync_all() } else { Ok(()) });
@@ -368,11 +371,52 @@ fn within_file_size_limit(len: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Opens the output directory, creating it if need be, and vets one that gpuspy did not
-/// just create (`gpuspy_format::trust`: another user's directory, or one every user may
-/// write to, could hold planted or replaced dumps). Everything after this is done relative
-/// to the descriptor, so the path cannot be swapped underneath.
-fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
+/// What an output directory holds: who else may write to it and read its files.
+#[derive(Clone, Copy)]
+enum Holds {
+    Dumps,
+    /// Prometheus textfiles, under names anyone can guess.
+    Metrics,
+}
+
+impl Holds {
+    fn writers(self) -> Writers {
+        match self {
+            Holds::Dumps => Writers::GroupOrSticky,
+            Holds::Metrics => Writers::Nobody,
+        }
+    }
+
+    /// A dump carries the run token that `gpuspy run` trusts and the command line: the
+    /// user's alone. The metrics are for node_exporter, often another user.
+    fn mode(self) -> libc::mode_t {
+        match self {
+            Holds::Dumps => 0o600,
+            Holds::Metrics => 0o644,
+        }
+    }
+
+    /// The error for a directory `trust` refused, saying what to do.
+    fn untrusted(self, why: String) -> io::Error {
+        let variable = match self {
+            Holds::Dumps => "GPUSPY_OUT (gpuspy run -o)",
+            Holds::Metrics => "GPUSPY_PROM_DIR (gpuspy run --prom)",
+        };
+        io::Error::other(format!("{why}; set {variable} to a directory of your own"))
+    }
+}
+
+/// Opens the output directory, creating it if need be, and vets it and the directories
+/// above it (`gpuspy_format::trust`: another user's directory, or one others may write to,
+/// could hold planted or replaced files, or be swapped for one that does). Everything after
+/// this is done relative to the descriptor, so the path cannot be swapped underneath.
+fn open_out_dir(dir: &Path, holds: Holds) -> io::Result<OwnedFd> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    // Before anything is made there.
+    if let Some(why) = trust::untrusted_parents(dir, me) {
+        return Err(holds.untrusted(why));
+    }
     if let Some(parent) = dir.parent() {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -397,10 +441,8 @@ fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     if !created {
         let meta = std::fs::File::from(fd.try_clone()?).metadata()?;
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
-        if let Some(why) = gpuspy_format::trust::untrusted_out_dir(&link, &meta, me) {
-            return Err(io::Error::other(why));
+        if let Some(why) = trust::untrusted_out_dir(&link, &meta, me, holds.writers()) {
+            return Err(holds.untrusted(why));
         }
     }
     Ok(fd)
@@ -412,7 +454,7 @@ fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
 /// its lock and the pid it names is gone from this host. Anything already at a temp name (a
 /// file left by a killed process with the same pid, or a planted symlink) is neither
 /// followed nor overwritten: the next name is tried.
-fn create_temp(dir: &OwnedFd) -> io::Result<(CString, std::fs::File)> {
+fn create_temp(dir: &OwnedFd, mode: libc::mode_t) -> io::Result<(CString, std::fs::File)> {
     let host = IDENTITY.get().map_or_else(hostname, |i| i.host.clone());
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
@@ -426,7 +468,7 @@ fn create_temp(dir: &OwnedFd) -> io::Result<(CString, std::fs::File)> {
                 dir.as_raw_fd(),
                 tmp.as_ptr(),
                 libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o644,
+                mode,
             )
         };
         match cvt(fd) {
@@ -499,8 +541,8 @@ mod tests {
     #[test]
     fn a_temp_file_names_its_writer_and_is_locked_while_open() {
         let out = std::env::temp_dir().join(format!("gpuspy-temp-lock-{}", std::process::id()));
-        let dir = open_out_dir(&out).unwrap();
-        let (tmp, file) = create_temp(&dir).unwrap();
+        let dir = open_out_dir(&out, Holds::Dumps).unwrap();
+        let (tmp, file) = create_temp(&dir, Holds::Dumps.mode()).unwrap();
         let name = tmp.to_str().unwrap();
         let pid = std::process::id();
         assert_eq!(

@@ -6,29 +6,29 @@
 //! virtualenvs live under such paths) becomes `/home/a/my` and `env/lib/libgpuspy.so`, the
 //! second relative to the program's working directory: a library planted there would run
 //! inside the profiled program. So the shim's path goes into `LD_PRELOAD` only where ld.so
-//! takes it whole. Otherwise gpuspy makes a private directory (mode 0700, a random name)
-//! under `$TMPDIR` or `/tmp`, whichever has a path ld.so takes whole, puts a symlink to the
-//! shim in it, preloads the symlink, and removes the directory when the child has exited.
-//! Only when neither can be used does `gpuspy run` refuse, saying what to do.
+//! takes it whole. Otherwise gpuspy preloads a symbolic link to the shim in a directory of
+//! the user's own that no other user can create names in: `$XDG_RUNTIME_DIR/gpuspy`, else
+//! `$XDG_CACHE_HOME/gpuspy` or `~/.cache/gpuspy`, else `$TMPDIR/gpuspy-<uid>` or
+//! `/tmp/gpuspy-<uid>`, the first whose path ld.so takes whole and that passes the
+//! writer's trust rules (`gpuspy_format::trust`): mode 0700, the user's, and every directory
+//! above it the user's or root's and writable by no one else unless sticky. The link is
+//! named after the shim's path and never removed: processes the job leaves behind keep its
+//! `LD_PRELOAD`, and a name that vanished could be re-created by someone else. Only when
+//! no place can be used does `gpuspy run` refuse, saying what to do.
 //!
 //! In secure mode (setuid programs) ld.so ignores every entry with a `/`: the shim is not
 //! loaded there whatever the path, which the "no dump" hint already names.
 
 use anyhow::{bail, Result};
+use gpuspy_format::trust::{self, Writers};
 use std::ffi::{OsStr, OsString};
+use std::hash::{Hash, Hasher};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// glibc's `SECURE_PATH_LIMIT` (`PATH_MAX`): ld.so drops an entry at least this long.
 const LD_SO_PATH_LIMIT: usize = 4096;
-
-pub struct Preload {
-    /// The value for the child's `LD_PRELOAD`.
-    pub value: OsString,
-    /// The private directory holding the symlink, removed on drop.
-    _dir: Option<tempfile::TempDir>,
-}
 
 /// Whether ld.so loads `path` as one absolute file name when it is an `LD_PRELOAD` entry.
 pub fn taken_whole(path: &Path) -> bool {
@@ -39,56 +39,105 @@ pub fn taken_whole(path: &Path) -> bool {
 }
 
 /// `LD_PRELOAD` for the child: the shim first, then whatever the user had preloaded.
-pub fn preload(shim: &Path, existing: Option<&OsStr>) -> Result<Preload> {
-    let candidates: Vec<PathBuf> = std::env::var_os("TMPDIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([PathBuf::from("/tmp")])
-        .collect();
-    let (path, dir) = safe_path(shim, &candidates)?;
-    let mut value = path.into_os_string();
+pub fn preload(shim: &Path, existing: Option<&OsStr>) -> Result<OsString> {
+    let mut value = safe_path(shim, &private_dirs())?.into_os_string();
     if let Some(existing) = existing.filter(|e| !e.is_empty()) {
         value.push(":");
         value.push(existing);
     }
-    Ok(Preload { value, _dir: dir })
+    Ok(value)
 }
 
-/// The shim's own path if ld.so takes it whole, else a symlink to it in a new private
-/// directory under the first of `candidates` where that works.
-fn safe_path(shim: &Path, candidates: &[PathBuf]) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+/// The user's own directories for the link, best first.
+fn private_dirs() -> Vec<PathBuf> {
+    let var = |name| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+    };
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let cache = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|home| home.join(".cache")));
+    let tmp = var("TMPDIR").unwrap_or_else(|| PathBuf::from("/tmp"));
+    [var("XDG_RUNTIME_DIR"), cache]
+        .into_iter()
+        .flatten()
+        .map(|base| base.join("gpuspy"))
+        .chain([tmp.join(format!("gpuspy-{uid}"))])
+        .collect()
+}
+
+/// The shim's own path if ld.so takes it whole, else a link to it in the first of `dirs`
+/// where that works.
+fn safe_path(shim: &Path, dirs: &[PathBuf]) -> Result<PathBuf> {
     if taken_whole(shim) {
-        return Ok((shim.to_path_buf(), None));
+        return Ok(shim.to_path_buf());
     }
+    // One name per shim path: every job run from this install shares the link.
+    let mut hasher = std::hash::DefaultHasher::new();
+    shim.hash(&mut hasher);
+    let name = format!("libgpuspy-{:016x}.so", hasher.finish());
     let mut why = Vec::new();
-    for base in candidates {
-        if !taken_whole(base) {
-            why.push(format!("{}: has a space, colon or $ too", base.display()));
+    for dir in dirs {
+        let link = dir.join(&name);
+        if !taken_whole(&link) {
+            why.push(format!("{}: has a space, colon or $ too", dir.display()));
             continue;
         }
-        // Mode 0700 and a random name of letters and digits.
-        let made = tempfile::Builder::new()
-            .prefix("gpuspy-preload-")
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir_in(base)
-            .and_then(|dir| {
-                let link = dir.path().join("libgpuspy.so");
-                std::os::unix::fs::symlink(shim, &link).map(|()| (link, dir))
-            });
-        match made {
-            Ok((link, dir)) if taken_whole(&link) => return Ok((link, Some(dir))),
-            Ok((link, _)) => why.push(format!("{}: not usable by ld.so", link.display())),
-            Err(e) => why.push(format!("{}: {e}", base.display())),
+        match private_dir(dir).and_then(|()| linked(shim, &link)) {
+            Ok(()) => return Ok(link),
+            Err(e) => why.push(format!("{}: {e}", dir.display())),
         }
     }
     bail!(
         "cannot preload {}: ld.so splits LD_PRELOAD at spaces and colons (and expands $), and \
-         no private directory for a link to it could be made ({}); install gpuspy under a path \
-         without spaces, colons or $, or set TMPDIR to a writable directory whose path has none",
+         no private directory for a link to it could be used ({}); install gpuspy under a \
+         path without spaces, colons or $, or set XDG_RUNTIME_DIR or TMPDIR to a directory \
+         of your own whose path has none",
         shim.display(),
         why.join("; ")
     )
+}
+
+/// Creates `dir` (mode 0700) if need be and vets it and every directory above it: no other
+/// user may create or swap names in it.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    // Before anything is made there.
+    if let Some(why) = trust::untrusted_parents(dir, me) {
+        return Err(why);
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create it: {e}"))?;
+    let link = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(dir).map_err(|e| e.to_string())?;
+    if !meta.is_dir() {
+        return Err("it is not a directory".into());
+    }
+    match trust::untrusted_out_dir(&link, &meta, me, Writers::Nobody) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
+}
+
+/// Makes `link` a symbolic link to `shim`, unless it already is one: a new link is made
+/// under a temp name and renamed into place, so `link` always names a shim.
+fn linked(shim: &Path, link: &Path) -> Result<(), String> {
+    if std::fs::read_link(link).is_ok_and(|target| target == shim) {
+        return Ok(());
+    }
+    let tmp = link.with_extension(format!("{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(shim, &tmp)
+        .and_then(|()| std::fs::rename(&tmp, link))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot link the shim there: {e}")
+        })
 }
 
 #[cfg(test)]
@@ -111,35 +160,53 @@ mod tests {
     }
 
     #[test]
-    fn an_unsafe_shim_path_goes_through_a_private_link_or_is_refused() {
+    fn an_unsafe_shim_path_goes_through_a_lasting_private_link_or_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
         let root = tempfile::tempdir().unwrap();
         let spaced = root.path().join("my space");
         std::fs::create_dir(&spaced).unwrap();
         let shim = spaced.join("libgpuspy.so");
         std::fs::write(&shim, b"").unwrap();
-        let bad_base = root.path().join("tmp:dir");
-        std::fs::create_dir(&bad_base).unwrap();
-        let (link, dir) = safe_path(&shim, &[bad_base.clone(), root.path().into()]).unwrap();
-        let dir = dir.unwrap();
-        assert!(
-            taken_whole(&link) && link.starts_with(dir.path()),
-            "{link:?}"
-        );
+        let bad_base = root.path().join("tmp:dir/gpuspy");
+        // Every user may write here: refused though sticky, as is what lies below.
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let below_open = open.join("gpuspy");
+        let private = root.path().join("private/gpuspy");
+        let dirs = [bad_base.clone(), below_open.clone(), private.clone()];
+        let link = safe_path(&shim, &dirs).unwrap();
+        assert!(taken_whole(&link) && link.starts_with(&private), "{link:?}");
         assert_eq!(std::fs::read_link(&link).unwrap(), shim);
-        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(&private).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
-        let private = dir.path().to_path_buf();
-        drop(dir);
-        assert!(!private.exists(), "the private directory is removed");
+        assert!(
+            !below_open.exists(),
+            "nothing made under a directory others may write"
+        );
+        // The same link for the next job, and it lasts: nothing removes it.
+        assert_eq!(safe_path(&shim, &dirs).unwrap(), link);
+        assert_eq!(std::fs::read_dir(&private).unwrap().count(), 1);
 
         // No usable directory: refused, saying what to do.
-        let e = safe_path(&shim, &[bad_base, root.path().join("missing")])
+        let e = safe_path(&shim, &[bad_base, below_open])
             .unwrap_err()
             .to_string();
         assert!(
             e.contains("install gpuspy under a path without spaces"),
             "{e}"
         );
-        assert!(e.contains("tmp:dir: has a space, colon or $ too"), "{e}");
+        assert!(
+            e.contains("tmp:dir/gpuspy: has a space, colon or $ too"),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!(
+                "{}: {} above it may be written by other users (mode 777)",
+                open.join("gpuspy").display(),
+                open.display()
+            )),
+            "{e}"
+        );
     }
 }
