@@ -721,19 +721,19 @@ fn labels(w: &Windows) -> Vec<Label> {
     } else {
         &h.calls
     };
+    // Windows whose only work is copies are not the loop's steps: a checkpoint in the
+    // middle of it (a pause), a model moved back to the host after it (teardown; Lightning's
+    // `fit()` ends with 2.28 GB in 32 pageable copies).
     let working: Vec<bool> = (0..w.n)
-        .map(|i| !w.loading(i) && w.working(i, metric))
+        .map(|i| !w.loading(i) && w.working(i, metric) && !w.copies_only(i, metric))
         .collect();
     // Start-up lasts until the first launch: before it the GPU can only have copied (a
     // model's weights) or waited in a barrier, and a host pause ended by the first kernels'
     // lazy loading is set-up, not a JIT compile (a DDP rank built its model on the host for
     // 5 s after NCCL's first calls; bench/results/gpu-2026-12-01-session12-ddp).
-    // Teardown begins after the last window with work other than copies: a training loop
-    // that ends by moving the model and optimizer state back to the host (Lightning's
-    // `fit()`: 2.28 GB in 32 pageable copies after the last step) is not in its steady state.
     let (Some(first), Some(last)) = (
         (0..w.n).position(|i| working[i] && at(metric, i) > 0),
-        (0..w.n).rposition(|i| working[i] && !w.copies_only(i, metric)),
+        working.iter().rposition(|&x| x),
     ) else {
         return vec![Label::Startup; w.n];
     };
@@ -1731,6 +1731,39 @@ mod tests {
         t.devices.push(second);
         let g = steady(&profile(t)).unwrap().gpu.unwrap();
         assert_eq!(g.idle[&IdleKind::AfterSync], 60 * MS + 2 * 99 * MS / 10);
+    }
+
+    #[test]
+    fn copies_between_steps_are_a_pause() {
+        use gpuspy_format::timeline::CauseSeries;
+        // A checkpoint: 15 windows of copies only (120 ms blocked in pageable copies to the
+        // host, no launch, the GPU idle) between two stretches of the loop.
+        let copies = W {
+            blocked_ns: 8 * MS,
+            ..W::default()
+        };
+        let mut w = times(20, LOOP);
+        w.extend(times(15, copies));
+        w.extend(times(20, LOOP));
+        let mut t = timeline(&w, false);
+        for i in 20..35 {
+            t.host.blocked_ns[0].ns[i] = 0;
+        }
+        t.host.blocked_ns.push(CauseSeries {
+            cause: SyncCause::PageableAsyncCopy,
+            ns: (0..55)
+                .map(|i| if (20..35).contains(&i) { 8 * MS } else { 0 })
+                .collect(),
+        });
+        let a = time_axis(&profile(t)).unwrap();
+        assert_eq!(
+            starts(&a),
+            [
+                (PhaseKind::Steady, 0),
+                (PhaseKind::Pause, 200),
+                (PhaseKind::Steady, 350)
+            ]
+        );
     }
 
     #[test]

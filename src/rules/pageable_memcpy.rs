@@ -70,7 +70,7 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
                         .blocked_ns
                         .iter()
                         .filter(|s| cause.contains(&s.cause));
-                    blocked.map(|s| at(&s.ns, w)).sum()
+                    Some(blocked.map(|s| at(&s.ns, w)).sum())
                 })
             });
             if copies.is_some_and(|c| c.one_off()) {

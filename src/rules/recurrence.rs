@@ -27,8 +27,14 @@ pub struct Recurrence {
 }
 
 impl Recurrence {
-    /// `value(timeline, window)` over the steady windows of every judged process.
-    pub fn of(p: &Profile, axis: &TimeAxis, value: impl Fn(&Timeline, usize) -> u64) -> Self {
+    /// `value(timeline, window)` over the steady windows of every judged process; None
+    /// for a window not observed (device time outside CUPTI's recording periods), which
+    /// neither counts nor ends a burst.
+    pub fn of(
+        p: &Profile,
+        axis: &TimeAxis,
+        value: impl Fn(&Timeline, usize) -> Option<u64>,
+    ) -> Self {
         let mut r = Recurrence::default();
         for (i, a) in axis.judged() {
             let Some(t) = p.processes.get(i).and_then(|d| d.timeline.as_deref()) else {
@@ -47,8 +53,9 @@ impl Recurrence {
                     in_burst = false;
                     continue;
                 }
+                let Some(v) = value(t, w) else { continue };
                 r.windows += 1;
-                let has = value(t, w) > 0;
+                let has = v > 0;
                 r.with += has as usize;
                 r.bursts += (has && !in_burst) as usize;
                 in_burst = has;
