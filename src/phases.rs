@@ -141,6 +141,13 @@ pub struct ProcessAxis {
     loop_windows: std::ops::Range<usize>,
 }
 
+impl ProcessAxis {
+    /// Whether window `w` of its timeline is in its steady state.
+    pub fn is_steady(&self, w: usize) -> bool {
+        self.steady.get(w) == Some(&true)
+    }
+}
+
 /// The steady state's GPU side, summed over devices: `ns`, the length of the windows in
 /// which CUPTI accounted for some device time (busy, transfer or idle; sampling leaves the
 /// others out), and the busy, transfer and idle time per cause recorded in them, scaled by

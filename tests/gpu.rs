@@ -17,6 +17,14 @@ fn gpu_section(run: &Run) -> Value {
     dump_of(run)["gpu"].clone()
 }
 
+/// The dump's CUPTI note: how CUPTI was used, switched and attached.
+fn cupti_note(run: &Run) -> String {
+    gpu_section(run)["cupti"]["note"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// The report's finding `id`, if it has one.
 fn finding(report: &Value, id: &str) -> Option<Value> {
     report["findings"]
@@ -701,10 +709,7 @@ fn by_default_the_sampled_mode_never_detaches_cupti() {
     // calls (SIGSEGV in PyTorch backward passes on the H200): the stream that the opt-in
     // mode detaches between slots is sampled attached.
     let run = run("cupti_stream", &["1500"], &[]);
-    let note = gpu_section(&run)["cupti"]["note"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note = cupti_note(&run);
     assert!(note.contains("switched the traced kinds off"), "{note}");
     assert!(!note.contains("detached"), "{note}");
 }
@@ -793,10 +798,7 @@ fn a_slot_is_judged_by_its_launches_when_its_records_come_late() {
         &["1500", "late"],
         &[("GPUSPY_CUPTI", "detach")],
     );
-    let note = gpu_section(&run)["cupti"]["note"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note = cupti_note(&run);
     assert!(note.contains("switched the traced kinds off"), "{note}");
     // Its kernels still queued at each slot's end, CUPTI stays attached: a detach would
     // flush their records back untimed and wait for them.
@@ -816,10 +818,7 @@ fn kernel_records_that_stopped_coming_are_brought_back_by_attaching_cupti_anew()
         &["20000", "stuck"],
         &[("FAKECUPTI_KERNELS_STOP", "1"), ("GPUSPY_CUPTI", "detach")],
     );
-    let note = gpu_section(&run)["cupti"]["note"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note = cupti_note(&run);
     assert!(
         note.contains("detached 1 times because kernel records had stopped coming"),
         "{note}"
@@ -856,10 +855,7 @@ fn kernel_records_missing_without_a_sync_after_them_leave_cupti_attached() {
         &["4000", "stuck", "nosync"],
         &[("FAKECUPTI_KERNELS_STOP", "1"), ("GPUSPY_CUPTI", "detach")],
     );
-    let note = gpu_section(&run)["cupti"]["note"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note = cupti_note(&run);
     assert!(note.contains("switched the traced kinds off"), "{note}");
     assert!(!note.contains("detached"), "{note}");
 }

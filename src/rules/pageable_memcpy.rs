@@ -61,19 +61,17 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
         let impact;
         let mut pinned_ns = 0;
         let axis = crate::phases::time_axis(p);
-        if let Some(st) = axis.as_ref().and_then(|a| a.steady.clone()) {
+        if let Some((a, st)) = axis.as_ref().and_then(|a| Some((a, a.steady.as_ref()?))) {
             let cause = [SyncCause::PageableAsyncCopy];
-            let copies = axis.as_ref().map(|a| {
-                Recurrence::of(p, a, |t, w| {
-                    let blocked = t
-                        .host
-                        .blocked_ns
-                        .iter()
-                        .filter(|s| cause.contains(&s.cause));
-                    Some(blocked.map(|s| at(&s.ns, w)).sum())
-                })
+            let copies = Recurrence::of(p, a, |t, w| {
+                let blocked = t
+                    .host
+                    .blocked_ns
+                    .iter()
+                    .filter(|s| cause.contains(&s.cause));
+                Some(blocked.map(|s| at(&s.ns, w)).sum())
             });
-            if copies.is_some_and(|c| c.one_off()) {
+            if copies.one_off() {
                 // A model moved to the GPU, a checkpoint, a teardown: not a per-step cost.
                 return Outcome::Clear;
             }

@@ -4,7 +4,7 @@
 //! its fix is not the per-step one (Lightning's `fit()` ends by moving the model and the
 //! optimizer state back to the host: 2.28 GB in 32 copies, once).
 
-use crate::phases::{PhaseKind, TimeAxis};
+use crate::phases::TimeAxis;
 use crate::profile::Profile;
 use gpuspy_format::timeline::Timeline;
 
@@ -40,16 +40,9 @@ impl Recurrence {
             let Some(t) = p.processes.get(i).and_then(|d| d.timeline.as_deref()) else {
                 continue;
             };
-            let steady: Vec<(u64, u64)> = a
-                .phases
-                .iter()
-                .filter(|ph| ph.kind == PhaseKind::Steady)
-                .map(|ph| (ph.start_unix_ns, ph.end_unix_ns))
-                .collect();
             let mut in_burst = false;
             for w in 0..t.host.calls.len() {
-                let start = t.start_unix_ns + w as u64 * t.window_ns;
-                if !steady.iter().any(|&(s, e)| start >= s && start < e) {
+                if !a.is_steady(w) {
                     in_burst = false;
                     continue;
                 }

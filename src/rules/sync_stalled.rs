@@ -128,11 +128,11 @@ impl SyncStalled {
                 let after_sync = axis.map(|a| {
                     Recurrence::of(p, a, |t, w| {
                         // Only the windows CUPTI's recording periods covered.
-                        let observed = t.devices.iter().filter(|d| accounted_ns(d, w) > 0);
-                        let idle = observed.flat_map(|d| &d.idle_ns);
+                        let observed = || t.devices.iter().filter(|d| accounted_ns(d, w) > 0);
+                        let idle = observed().flat_map(|d| &d.idle_ns);
                         let after_sync = idle.filter(|i| i.cause == IdleCause::AfterSync);
-                        let ns: Vec<u64> = after_sync.map(|i| at(&i.ns, w)).collect();
-                        (!ns.is_empty()).then(|| ns.iter().sum())
+                        let ns = after_sync.map(|i| at(&i.ns, w)).sum();
+                        observed().next().is_some().then_some(ns)
                     })
                 });
                 if after_sync.is_some_and(|r| r.one_off()) {
