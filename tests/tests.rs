@@ -17,6 +17,8 @@ mod doors;
 mod fleet;
 /// `gpuspy diff` and `gpuspy check` as CI gates.
 mod gates;
+/// `gpuspy report` of every recorded dump, byte for byte as in tests/golden/.
+mod golden;
 /// GPU-side data: what a dump says without NVML and CUPTI, and dumps from the H200.
 mod gpu;
 /// The program and its data survive file-size limits, exec, thousands of threads, signals,
