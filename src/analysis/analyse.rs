@@ -9,6 +9,7 @@ use crate::analysis::gpm::{self, GpuUse};
 use crate::analysis::load;
 use crate::analysis::phases::{PhaseKind, TimeAxis};
 use crate::analysis::profile::{ProcessInfo, Profile};
+use crate::analysis::rule::Input;
 use crate::analysis::rules::{gpu_shared, pcie_link_degraded};
 use gpuspy_format::gpu::Device;
 use serde::Serialize;
@@ -122,7 +123,7 @@ pub fn load(paths: &[PathBuf]) -> anyhow::Result<Analysed> {
         let Some(me) = one.processes.first() else {
             return;
         };
-        let d = diagnose(one);
+        let d = diagnose(&Input::new(one));
         let mine = ProcessVerdict {
             pid: me.pid,
             host: me.host.clone(),
@@ -158,15 +159,16 @@ pub fn merged(profile: Profile) -> Analysed {
 
 /// The job-level judgements on a (merged) profile.
 pub fn job(p: &Profile) -> Job {
-    let diagnosis = diagnose(p);
+    let input = Input::new(p);
+    let diagnosis = diagnose(&input);
     let idle = p.gpu_idle_share();
-    let time_axis = crate::analysis::phases::time_axis(p);
+    let time_axis = input.axis;
     let steady = time_axis.as_ref().and_then(|a| a.steady.as_ref());
     // With records missing, the GPU side's idle is the periods CUPTI left empty.
     let steady_gpu = steady
         .filter(|s| s.records_missing.is_none())
         .and_then(|s| s.gpu.as_ref());
-    let steady_idle = steady_gpu.map(|g| crate::analysis::diagnose::share(g.idle_ns(), g.ns));
+    let steady_idle = steady_gpu.map(|g| crate::units::share(g.idle_ns(), g.ns));
     // Late or missing records make CUPTI's busy time too low everywhere; NVML's sampling
     // does not depend on them.
     let nvml_busy = time_axis
@@ -176,7 +178,7 @@ pub fn job(p: &Profile) -> Job {
     let quiet = diagnosis.verdict().is_none();
     let (busy, busy_of) = match (steady_gpu, nvml_busy, idle) {
         (Some(g), _, _) => (
-            Some(crate::analysis::diagnose::share(g.busy_ns, g.ns)),
+            Some(crate::units::share(g.busy_ns, g.ns)),
             Some(BusyBase::SteadyState),
         ),
         (None, Some(b), _) => (Some(b), Some(BusyBase::SteadyStateByNvml)),

@@ -3,181 +3,13 @@
 //! pipeline, framework), as in the article gpuspy comes from.
 //!
 //! Each rule is a unit struct in `rules/` with its documentation and tests beside it, and
-//! is a pure function of the profile. A rule either finds something, finds the layer clear,
+//! is a pure function of its `rule::Input`: the profile and its time axis, computed once
+//! here for all of them. A rule either finds something, finds the layer clear,
 //! or says which data it lacks. It never guesses silently: findings drawn from host-side
 //! data alone, where GPU-side data would settle the question, are marked `heuristic`.
 
-use crate::analysis::profile::Profile;
-use gpuspy_format::callsites::{CallSite, Frame};
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Severity};
 use serde::Serialize;
-use serde_json::{Map, Value};
-use std::collections::BTreeMap;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Layer {
-    Driver,
-    Runtime,
-    Memory,
-    Compute,
-    Pipeline,
-    Framework,
-}
-
-impl Layer {
-    /// Bottom up: the order in which the article checks them.
-    pub const ALL: [Layer; 6] = [
-        Layer::Driver,
-        Layer::Runtime,
-        Layer::Memory,
-        Layer::Compute,
-        Layer::Pipeline,
-        Layer::Framework,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Layer::Driver => "driver",
-            Layer::Runtime => "runtime",
-            Layer::Memory => "memory",
-            Layer::Compute => "compute",
-            Layer::Pipeline => "pipeline",
-            Layer::Framework => "framework",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-}
-
-/// Findings below this share of the time they are measured against are informational.
-pub const WARNING_IMPACT: f64 = 0.05;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    pub id: &'static str,
-    pub layer: Layer,
-    pub severity: Severity,
-    /// Estimated share of the run's time lost to this problem, so also the predicted
-    /// speed-up if it is fixed (0.3 means about 30 % less time).
-    pub impact: f64,
-    /// One sentence with the key numbers.
-    pub summary: String,
-    /// The numbers that triggered the finding.
-    pub evidence: Map<String, Value>,
-    pub fix: &'static str,
-    /// Drawn from host-side data where GPU-side data would settle it.
-    pub heuristic: bool,
-    /// The Python lines that made the calls behind the finding, most blocked time first
-    /// (empty without Python or without captured calls).
-    pub call_sites: Vec<SiteShare>,
-}
-
-/// One Python line's part in a finding: the captured calls whose innermost user frame it
-/// is (estimates where sampled calls contribute; see docs/dump-format.md).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SiteShare {
-    pub file: String,
-    pub line: u32,
-    pub function: String,
-    pub calls: u64,
-    pub blocked_ns: u64,
-    /// Of the finding's whole blocked time (its syncs, copies or allocations).
-    pub share: f64,
-}
-
-/// Lines a finding names.
-const SITES_PER_FINDING: usize = 5;
-
-impl Finding {
-    /// A finding whose severity follows from its impact.
-    pub fn new(rule: &dyn Rule, impact: f64, summary: String, fix: &'static str) -> Finding {
-        Finding {
-            id: rule.id(),
-            layer: rule.layer(),
-            severity: if impact >= WARNING_IMPACT {
-                Severity::Warning
-            } else {
-                Severity::Info
-            },
-            impact,
-            summary,
-            evidence: Map::new(),
-            fix,
-            heuristic: false,
-            call_sites: Vec::new(),
-        }
-    }
-
-    pub fn evidence(mut self, key: &str, value: impl Into<Value>) -> Finding {
-        self.evidence.insert(key.to_string(), value.into());
-        self
-    }
-
-    /// Names the Python lines behind the profile's captured calls that `behind` picks,
-    /// grouped by their innermost user frame, each with its share of `blocked_ns`, the
-    /// finding's whole blocked time (captured or not).
-    pub fn call_sites(
-        mut self,
-        p: &Profile,
-        blocked_ns: u64,
-        behind: impl Fn(&CallSite) -> bool,
-    ) -> Finding {
-        let mut lines: BTreeMap<&Frame, (u64, u64)> = BTreeMap::new();
-        for site in p.call_sites.iter().filter(|s| behind(s)) {
-            if let Some(frame) = site.user_frame() {
-                let (calls, ns) = lines.entry(frame).or_default();
-                *calls = calls.saturating_add(site.calls);
-                *ns = ns.saturating_add(site.blocked_ns);
-            }
-        }
-        let mut shares: Vec<SiteShare> = lines
-            .into_iter()
-            .map(|(f, (calls, ns))| SiteShare {
-                file: f.file.clone(),
-                line: f.line,
-                function: f.function.clone(),
-                calls,
-                blocked_ns: ns,
-                // Sampled calls make the sites' time an estimate: it may overshoot.
-                share: (ns as f64 / blocked_ns.max(1) as f64).min(1.0),
-            })
-            .collect();
-        shares.sort_by_key(|s| std::cmp::Reverse(s.blocked_ns));
-        shares.truncate(SITES_PER_FINDING);
-        self.call_sites = shares;
-        self
-    }
-
-    pub fn heuristic(mut self) -> Finding {
-        self.heuristic = true;
-        self
-    }
-}
-
-pub enum Outcome {
-    Found(Finding),
-    Clear,
-    /// The rule cannot judge: this data is missing.
-    NoData(&'static str),
-}
-
-pub trait Rule: Sync {
-    fn id(&self) -> &'static str;
-    fn layer(&self) -> Layer;
-    /// Markdown. The first line is the one-line summary used in tables.
-    fn doc(&self) -> &'static str;
-    fn check(&self, profile: &Profile) -> Outcome;
-    /// Whether the rule judges the start-up rather than the steady state: where a timeline
-    /// gives a steady state, its warnings come after the steady state's.
-    fn judges_startup(&self) -> bool {
-        false
-    }
-}
 
 /// One layer's result.
 #[derive(Debug, Clone, Serialize)]
@@ -205,18 +37,19 @@ impl Diagnosis {
     }
 }
 
-pub fn diagnose(profile: &Profile) -> Diagnosis {
+/// Runs every rule on `input`.
+pub fn diagnose(input: &Input) -> Diagnosis {
     let mut findings = Vec::new();
     let mut no_data = Vec::new();
     for rule in crate::analysis::rules::ALL {
-        match rule.check(profile) {
+        match rule.check(input) {
             Outcome::Found(f) => findings.push(f),
             Outcome::Clear => {}
             Outcome::NoData(missing) => no_data.push((rule.layer(), rule.id(), missing)),
         }
     }
     // The verdict is the loop's: with a steady state, start-up findings come after it.
-    let steady = crate::analysis::phases::steady(profile).is_some();
+    let steady = input.steady().is_some();
     let late = |f: &Finding| {
         steady && crate::analysis::rules::find(f.id).is_some_and(|r| r.judges_startup())
     };
@@ -259,20 +92,6 @@ pub fn diagnose(profile: &Profile) -> Diagnosis {
         })
         .collect();
     Diagnosis { findings, layers }
-}
-
-/// Milliseconds with one decimal, for evidence.
-pub fn ms(ns: u64) -> f64 {
-    (ns as f64 / 1e5).round() / 10.0
-}
-
-/// A share rounded to 0.1 %.
-pub fn share(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        (part as f64 / whole as f64 * 1000.0).round() / 1000.0
-    }
 }
 
 /// Synthetic profiles for the rules' unit tests (kept beside the model they build).

@@ -10,10 +10,10 @@
 
 use crate::analysis::analyse::{self, Job, Run};
 use crate::analysis::collectives::collectives;
-use crate::analysis::diagnose::WARNING_IMPACT;
 use crate::analysis::phases::PhaseKind;
 use crate::analysis::profile::{Latency, Profile};
 use crate::analysis::report::LatencyRow;
+use crate::analysis::rule::WARNING_IMPACT;
 use crate::analysis::stats;
 use crate::units::{bytes, duration};
 use gpuspy_format::{Direction, HostKind, SyncCause};

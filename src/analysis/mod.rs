@@ -15,6 +15,7 @@ pub mod nvtx;
 pub mod phases;
 pub mod profile;
 pub mod report;
+pub mod rule;
 pub mod rules;
 pub mod runs;
 pub mod stats;

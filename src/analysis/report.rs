@@ -6,12 +6,13 @@
 
 use crate::analysis::analyse::{rank_imbalance, rank_verdicts, Analysed, BusyBase, Imbalance, Job};
 use crate::analysis::collectives::{collectives, link_peak};
-use crate::analysis::diagnose::{Finding, LayerStatus};
+use crate::analysis::diagnose::LayerStatus;
 use crate::analysis::gpm::{GpmShares, GpuUse};
 use crate::analysis::phases::{
     IdleKind, Phase, PhaseKind, RecordsMissing, Startup, SteadyState, Step,
 };
 use crate::analysis::profile::{Api, Latency, ProcessInfo};
+use crate::analysis::rule::Finding;
 use crate::analysis::runs::{runs, Run};
 use crate::analysis::timelines::{timelines, Timelines};
 use crate::units::percent;
@@ -250,12 +251,12 @@ fn steady_row(s: &SteadyState) -> SteadyRow {
         launches: s.host.launches,
         launches_per_s: s.per_s(s.host.launches).round(),
         blocked_ns: blocked,
-        blocked_share: crate::analysis::diagnose::share(blocked, s.ns),
+        blocked_share: crate::units::share(blocked, s.ns),
         gpu_ns: g.map(|g| g.ns),
         gpu_busy_ns: g.map(|g| g.busy_ns),
         gpu_transfer_ns: g.map(|g| g.transfer_ns),
-        gpu_transfer_share: g.map(|g| crate::analysis::diagnose::share(g.transfer_ns, g.ns)),
-        gpu_idle_share: g.map(|g| crate::analysis::diagnose::share(g.idle_ns(), g.ns)),
+        gpu_transfer_share: g.map(|g| crate::units::share(g.transfer_ns, g.ns)),
+        gpu_idle_share: g.map(|g| crate::units::share(g.idle_ns(), g.ns)),
         idle,
         step: s.step.clone(),
         gpu_records_late: s.records_late,
@@ -745,7 +746,7 @@ fn process_row(pr: &ProcessInfo, verdict: Option<&'static str>) -> ProcessRow {
         blocked_ns: pr.blocked_ns,
         wait_share: pr.wait_share(),
         nccl_kernel_ns,
-        nccl_share: nccl_kernel_ns.map(|ns| crate::analysis::diagnose::share(ns, pr.steady_ns)),
+        nccl_share: nccl_kernel_ns.map(|ns| crate::units::share(ns, pr.steady_ns)),
         launches: pr.launches,
         unrecorded_calls: pr.unrecorded_calls,
         verdict,

@@ -2,7 +2,7 @@
 //! The budget format is in docs/ci.md.
 
 use crate::analysis::analyse::{self, Analysed};
-use crate::analysis::diagnose::Severity;
+use crate::analysis::rule::Severity;
 use crate::analysis::rules;
 use crate::render::ci_output::{Case, Gate, Output};
 use crate::safe_text::Escaped;

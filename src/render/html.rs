@@ -3,11 +3,12 @@
 //! script `html/view.js` (hand-written SVG, no library, no network); this file only picks
 //! what the page shows and escapes it. docs/views.md says what each chart reads.
 
-use crate::analysis::diagnose::{Finding, LayerStatus};
+use crate::analysis::diagnose::LayerStatus;
 use crate::analysis::diff::DiffReport;
 use crate::analysis::report::{
     ActivityFigures, ApiRow, CopyRow, ProcessRow, RankVerdicts, Report, SyncRow,
 };
+use crate::analysis::rule::Finding;
 use crate::analysis::timelines::{DeviceSeries, Grid, Series, Timelines};
 use gpuspy_format::gpu::{GpuCopy, KernelStat, SourceStatus};
 use serde::Serialize;

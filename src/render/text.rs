@@ -2,10 +2,10 @@
 //! figure shown is in the report (and so in `--json`), this file only chooses units and
 //! layout (`numbers` below checks that).
 
-use crate::analysis::diagnose::{Finding, Severity};
 use crate::analysis::gpm::GpuUse;
 use crate::analysis::phases::StepSource;
 use crate::analysis::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
+use crate::analysis::rule::{Finding, Severity};
 use crate::safe_text::{self, Escaped};
 use crate::units::{bytes, duration, percent};
 use gpuspy_format::Ending;

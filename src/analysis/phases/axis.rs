@@ -82,11 +82,6 @@ pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
     })
 }
 
-/// The steady state of `p`, if its dumps have timelines and it reached one.
-pub fn steady(p: &Profile) -> Option<SteadyState> {
-    time_axis(p)?.steady
-}
-
 /// The `[start, end)` spans of the phases of one kind.
 fn spans(phases: &[Phase], kind: PhaseKind) -> Vec<(u64, u64)> {
     phases

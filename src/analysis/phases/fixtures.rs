@@ -1,5 +1,8 @@
 //! Timelines for tests: a process whose windows are described one by one.
 
+use super::axis::time_axis;
+use super::steady::SteadyState;
+use crate::analysis::profile::Profile;
 use gpuspy_format::timeline::{CauseSeries, DeviceWindows, IdleCause, IdleSeries, Timeline};
 use gpuspy_format::SyncCause;
 
@@ -28,7 +31,7 @@ pub fn times(n: usize, w: W) -> Vec<W> {
 
 /// Gives `p`'s first process the timeline `t`, the process running from its first
 /// window to its last.
-pub fn attach(p: &mut crate::analysis::profile::Profile, t: Timeline) {
+pub fn attach(p: &mut Profile, t: Timeline) {
     let me = &mut p.processes[0];
     me.start_unix_ns = t.start_unix_ns;
     me.stop_unix_ns = t.start_unix_ns + t.host.calls.len() as u64 * t.window_ns;
@@ -71,4 +74,9 @@ pub fn timeline(windows: &[W], gpu: bool) -> Timeline {
         }];
     }
     t
+}
+
+/// The steady state of `p`, if its dumps have timelines and it reached one.
+pub fn steady(p: &Profile) -> Option<SteadyState> {
+    time_axis(p)?.steady
 }

@@ -113,7 +113,7 @@ impl SteadyGpu {
 
     /// The share of the steady device time idle for `kind`.
     pub fn share(&self, kind: IdleKind) -> f64 {
-        crate::analysis::diagnose::share(self.idle.get(&kind).copied().unwrap_or(0), self.ns)
+        crate::units::share(self.idle.get(&kind).copied().unwrap_or(0), self.ns)
     }
 }
 
@@ -285,14 +285,14 @@ fn kernels_per_launch(process: &crate::analysis::profile::ProcessInfo) -> Option
     let recorded = process.activities().next().is_some();
     let kernels: u64 = process.activities().map(|a| a.kernels).sum();
     (recorded && graphs == 0 && process.launches >= KERNELS_PER_LAUNCH_FROM)
-        .then(|| crate::analysis::diagnose::share(kernels, process.launches))
+        .then(|| crate::units::share(kernels, process.launches))
 }
 
 /// The largest share of a device's recorded kernel time, among `process`'s devices, whose
 /// records came late.
 fn late_share(process: &crate::analysis::profile::ProcessInfo) -> f64 {
-    let shares = (process.activities())
-        .map(|a| crate::analysis::diagnose::share(a.late_ns, a.busy_ns + a.late_ns));
+    let shares =
+        (process.activities()).map(|a| crate::units::share(a.late_ns, a.busy_ns + a.late_ns));
     shares.fold(0.0, f64::max)
 }
 
@@ -522,9 +522,9 @@ pub(super) fn steady_state(
     // and where records came late, whose time the windows count idle.
     let gpu = gpu.map(|g| g.scaled(accounted_total));
     if let Some(g) = &gpu {
-        let busy_share = crate::analysis::diagnose::share(g.busy_ns, g.ns);
+        let busy_share = crate::units::share(g.busy_ns, g.ns);
         let sm_active_share = (sm_ns > 0)
-            .then(|| crate::analysis::diagnose::share(sm_active_ns, sm_ns))
+            .then(|| crate::units::share(sm_active_ns, sm_ns))
             .filter(|&sm| sm - busy_share >= SM_ACTIVE_OVER_BUSY);
         if sm_active_share.is_some() || fewest_kernels_per_launch.is_some() {
             s.records_missing = Some(RecordsMissing {

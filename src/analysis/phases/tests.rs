@@ -1,7 +1,7 @@
 //! The time axis judged on crafted timelines: phases, the job's steady state, the causes
 //! of GPU idle time in it.
 
-use super::fixtures::{attach, timeline, times, MS, T0, W};
+use super::fixtures::{attach, steady, timeline, times, MS, T0, W};
 use super::*;
 use crate::analysis::diagnose::synthetic::run;
 use crate::analysis::profile::Profile;

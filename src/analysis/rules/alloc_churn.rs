@@ -1,6 +1,6 @@
-use crate::analysis::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::analysis::phases::{in_steady, IdleKind, SteadyState};
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 use gpuspy_format::{base_name, SyncCause};
 
 /// Device or pinned memory allocated and freed over and over.
@@ -55,7 +55,8 @@ Fix: let a caching allocator reuse memory. In PyTorch, keep the caching allocato
 In CuPy, keep the default memory pool. Elsewhere, allocate buffers once outside the loop
 and reuse them, or use `cudaMallocAsync` pools."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let sum = |names: &[&str]| -> (u64, u64) {
             names
                 .iter()
@@ -64,8 +65,7 @@ and reuse them, or use `cudaMallocAsync` pools."
         let (mut allocs, mut alloc_ns) = sum(ALLOCS);
         let (mut frees, mut free_ns) = sum(FREES);
         let (mut steady, mut of_steady) = (p.steady_ns(), "the steady-state time");
-        let steady_state = crate::analysis::phases::steady(p);
-        if let Some(s) = &steady_state {
+        if let Some(s) = input.steady() {
             let fraction = |n| {
                 in_steady(
                     n,
@@ -84,9 +84,7 @@ and reuse them, or use `cudaMallocAsync` pools."
         let calls = allocs + frees;
         let per_s = calls as f64 / (steady.max(1) as f64 / 1e9);
         let time_share = share(alloc_ns + free_ns, steady);
-        let gpu = steady_state
-            .as_ref()
-            .and_then(|s: &SteadyState| s.gpu.as_ref());
+        let gpu = input.steady().and_then(|s: &SteadyState| s.gpu.as_ref());
         let impact = gpu.map_or(time_share, |g| g.share(IdleKind::Alloc));
         if calls < MIN_CALLS || per_s < MIN_PER_S || impact < MIN_SHARE {
             return Outcome::Clear;
@@ -136,7 +134,7 @@ mod tests {
             .api("cuMemFree", 1000, 150.0, 0)
             .sync(SyncCause::Free, 1000, 150.0)
             .build();
-        let Outcome::Found(f) = AllocChurn.check(&p) else {
+        let Outcome::Found(f) = AllocChurn.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert_eq!(f.layer, Layer::Memory);
@@ -150,8 +148,14 @@ mod tests {
             .api("cuMemAllocAsync", 5000, 50.0, 0)
             .api("cuMemFreeAsync", 5000, 50.0, 0)
             .build();
-        assert!(matches!(AllocChurn.check(&pooled), Outcome::Clear));
+        assert!(matches!(
+            AllocChurn.check(&Input::new(&pooled)),
+            Outcome::Clear
+        ));
         let upfront = run(10.0).api("cuMemAlloc", 20, 200.0, 1 << 30).build();
-        assert!(matches!(AllocChurn.check(&upfront), Outcome::Clear));
+        assert!(matches!(
+            AllocChurn.check(&Input::new(&upfront)),
+            Outcome::Clear
+        ));
     }
 }

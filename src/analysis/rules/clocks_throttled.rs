@@ -1,6 +1,6 @@
 use super::gpu_data::*;
-use crate::analysis::diagnose::{share, Finding, Layer, Outcome, Rule};
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 use gpuspy_format::gpu::{ClockEvent, Gauge};
 
 /// Clock-event reasons that mean the GPU was held back, not merely idle or configured.
@@ -40,7 +40,8 @@ slowdown, it is a finding.
 Fix: cooling and airflow, the power limit (`nvidia-smi -pl`, back to the default),
 persistence mode, and application clocks where the operator allows them."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let busy = p.gpu_idle_share().map_or(1.0, |idle| 1.0 - idle);
         let mut any = false;
         let mut worst: Option<Finding> = None;
@@ -121,7 +122,7 @@ persistence mode, and application clocks where the operator allows them."
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::diagnose::Severity;
+    use crate::analysis::rule::Severity;
     use crate::analysis::rules::gpu_data::fixtures::*;
 
     use gpuspy_format::gpu::{DeviceFacts, Telemetry};

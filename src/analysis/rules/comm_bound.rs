@@ -1,7 +1,7 @@
 use super::gpu_data::*;
 use crate::analysis::collectives::{collectives, link_peak};
-use crate::analysis::diagnose::{share, Finding, Layer, Outcome, Rule};
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 
 /// Collectives dominate the step.
 pub struct CommBound;
@@ -33,7 +33,8 @@ Fix: overlap communication with backward compute (DDP bucketing, `bucket_cap_mb`
 gradient accumulation to communicate less often, compress (bf16 gradients), check the
 topology (`NCCL_DEBUG=INFO`, NVLink vs PCIe)."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let mut any = false;
         let mut span = 0u64;
         for (_, _, a) in p.gpu_activity() {
@@ -103,7 +104,7 @@ mod tests {
         p.nccl_ops
             .insert(("AllReduce".into(), "float32".into()), (10, 4 << 30));
         p.communicators.entry("c".into()).or_default().nranks = 2;
-        let Outcome::Found(f) = CommBound.check(&p) else {
+        let Outcome::Found(f) = CommBound.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.4).abs() < 1e-9);
@@ -135,6 +136,6 @@ mod tests {
             .collectives[0]
             .total_ns = S / 2;
         p.processes.push(other);
-        assert!(matches!(CommBound.check(&p), Outcome::Clear));
+        assert!(matches!(CommBound.check(&Input::new(&p)), Outcome::Clear));
     }
 }

@@ -1,6 +1,5 @@
 use super::gpu_data::*;
-use crate::analysis::diagnose::{Finding, Layer, Outcome, Rule, Severity};
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule, Severity};
 
 /// ECC disabled.
 pub struct EccOff;
@@ -20,7 +19,8 @@ finding is informational.
 
 Fix: `nvidia-smi -e 1` and a reboot of the GPU, unless the operator chose otherwise."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let mut modes = p
             .gpu_devices()
             .filter_map(|(_, d)| d.facts.as_ref()?.ecc_enabled.map(|on| (d.ordinal, on)))
@@ -61,7 +61,8 @@ the last sample. Uncorrected errors make this a warning whatever the time lost.
 
 Fix: report to the operator; check retired pages and row remapping (`nvidia-smi -q -d ROW_REMAPPER`)."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let mut any = false;
         for (d, t) in telemetries(p) {
             if t.ecc_corrected.is_some() || t.ecc_uncorrected.is_some() {

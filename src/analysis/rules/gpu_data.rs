@@ -136,7 +136,7 @@ pub fn um_fault_wait_ns(p: &Profile) -> u64 {
 #[cfg(test)]
 pub mod fixtures {
     use crate::analysis::diagnose::synthetic::run;
-    use crate::analysis::diagnose::{Finding, Outcome, Rule};
+    use crate::analysis::rule::{Finding, Input, Outcome, Rule};
     use gpuspy_format::gpu::{
         Activity, CollectiveKernels, Device, DeviceFacts, Gpu, PcieLink, Telemetry, TelemetrySeries,
     };
@@ -233,7 +233,7 @@ pub mod fixtures {
     }
 
     pub fn check(rule: &dyn Rule, g: Gpu) -> Outcome {
-        rule.check(&run(10.0).gpu(g).build())
+        rule.check(&Input::new(&run(10.0).gpu(g).build()))
     }
 
     pub fn found(o: Outcome) -> Finding {
@@ -254,7 +254,7 @@ pub mod fixtures {
 #[cfg(test)]
 mod tests {
     use crate::analysis::diagnose::synthetic::run;
-    use crate::analysis::diagnose::{Outcome, Rule};
+    use crate::analysis::rule::{Input, Outcome, Rule};
     use crate::analysis::rules::{
         clocks_throttled::ClocksThrottled,
         comm_bound::CommBound,
@@ -279,7 +279,7 @@ mod tests {
             &CommBound,
         ] {
             assert!(
-                matches!(rule.check(&p), Outcome::NoData(_)),
+                matches!(rule.check(&Input::new(&p)), Outcome::NoData(_)),
                 "{}",
                 rule.id()
             );

@@ -1,6 +1,6 @@
 use super::gpu_data::*;
-use crate::analysis::diagnose::{share, Finding, Layer, Outcome, Rule};
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 
 /// Other processes use the same GPU.
 pub struct GpuShared;
@@ -33,7 +33,8 @@ finding is informational.
 Fix: give the job its own GPU (`CUDA_VISIBLE_DEVICES`), MIG partitions, or MPS for
 cooperating processes."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let mut any = false;
         for (_, d) in p.gpu_devices() {
             let (Some(f), t) = (d.facts.as_ref(), d.telemetry.as_ref()) else {

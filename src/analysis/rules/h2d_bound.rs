@@ -1,6 +1,6 @@
 use super::gpu_data::{measured_link_peak_bytes_per_s, ASSUMED_LINK_BYTES_PER_S};
-use crate::analysis::diagnose::{share, Finding, Layer, Outcome, Rule};
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 use gpuspy_format::{Direction, HostKind};
 
 /// Host-to-device copies keep the PCIe link busy.
@@ -31,7 +31,8 @@ bf16) and convert on the GPU, decode and augment on the GPU (DALI, torchvision v
 tensors), and overlap what remains with compute (pinned memory, `non_blocking=True`, a
 side stream)."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let steady = p.steady_ns();
         let (calls, bytes) = HostKind::ALL
             .iter()
@@ -80,7 +81,7 @@ mod tests {
         let p = run(1.0)
             .copy(Direction::HtoD, HostKind::Pinned, 1000, 25_206_400_000)
             .build();
-        let Outcome::Found(f) = H2dBound.check(&p) else {
+        let Outcome::Found(f) = H2dBound.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.8).abs() < 0.01);
@@ -102,7 +103,7 @@ mod tests {
             .copy(Direction::HtoD, HostKind::Pinned, 1000, 50_406_400_000)
             .gpu(gpu(h200(), None, None))
             .build();
-        let Outcome::Found(f) = H2dBound.check(&p) else {
+        let Outcome::Found(f) = H2dBound.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.8).abs() < 0.01, "{}", f.impact);
@@ -121,6 +122,6 @@ mod tests {
             .copy(Direction::HtoD, HostKind::Pinned, 1000, 2_000_000_000)
             .copy(Direction::DtoH, HostKind::Pinned, 1000, 20_000_000_000)
             .build();
-        assert!(matches!(H2dBound.check(&p), Outcome::Clear));
+        assert!(matches!(H2dBound.check(&Input::new(&p)), Outcome::Clear));
     }
 }

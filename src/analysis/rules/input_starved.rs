@@ -1,8 +1,9 @@
 use super::gpu_data::*;
 use super::um_fault_heavy::fault_host_wait_ns;
-use crate::analysis::diagnose::{share, Finding, Layer, Outcome, Rule};
 use crate::analysis::phases::{IdleKind, SteadyGpu, SteadyState};
 use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 
 /// The GPU waits for input data.
 pub struct InputStarved;
@@ -42,10 +43,11 @@ stalling once (a garbage collection, a compile's tail: 21 ms in a torch.compile'
 Fix: `DataLoader(num_workers=N, persistent_workers=True, prefetch_factor=...)`, pinned
 memory, prefetch to the GPU on a side stream, decode on the GPU, and cache preprocessed data."
     }
-    fn check(&self, p: &Profile) -> Outcome {
-        if let Some(s) = crate::analysis::phases::steady(p) {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
+        if let Some(s) = input.steady() {
             if let Some(g) = &s.gpu {
-                return self.on_steady(p, &s, g);
+                return self.on_steady(p, s, g);
             }
         }
         let mut any = false;
@@ -150,7 +152,10 @@ mod tests {
         // The same gaps while the host sat in the driver (waiting) are not starvation.
         let mut busy_host = run(10.0).gpu(gpu(h200(), None, Some(a))).build();
         busy_host.processes[0].driver_ns = 8 * S;
-        assert!(matches!(InputStarved.check(&busy_host), Outcome::Clear));
+        assert!(matches!(
+            InputStarved.check(&Input::new(&busy_host)),
+            Outcome::Clear
+        ));
         // Microsecond gaps (launch overhead) are not either.
         let mut short = activity(4.0);
         short.gap_hist = gaps(100_000, 20_000);
@@ -190,7 +195,7 @@ mod tests {
         };
         let mut p = run(0.2).gpu(gpu(h200(), None, Some(activity(1.0)))).build();
         attach(&mut p, timeline(&times(20, step), true));
-        let f = found(InputStarved.check(&p));
+        let f = found(InputStarved.check(&Input::new(&p)));
         assert!((f.impact - 0.6).abs() < 1e-3, "{}", f.impact);
     }
 }

@@ -1,7 +1,8 @@
 use super::gpu_data::short_idle_share;
-use crate::analysis::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::analysis::phases::{at, IdleKind, SteadyState};
 use crate::analysis::profile::{Profile, LAUNCH_APIS};
+use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 use gpuspy_format::SyncCause;
 
 /// So many small kernels that launching them is the bottleneck.
@@ -58,9 +59,10 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
 (`torch.cuda.CUDAGraph`, `torch.compile(mode=\"reduce-overhead\")`), fuse elementwise ops
 (`torch.compile`), or increase the batch size."
     }
-    fn check(&self, p: &Profile) -> Outcome {
-        if let Some(s) = crate::analysis::phases::steady(p) {
-            return self.on_steady(p, &s);
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
+        if let Some(s) = input.steady() {
+            return self.on_steady(p, s);
         }
         let steady = p.steady_ns();
         let (launches, launch_ns) = LAUNCH_APIS
@@ -207,13 +209,14 @@ const FIX: &str = "Capture the step in a CUDA graph (torch.cuda.CUDAGraph, torch
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::diagnose::{synthetic::run, Severity};
+    use crate::analysis::diagnose::synthetic::run;
+    use crate::analysis::rule::Severity;
 
     #[test]
     fn a_stream_of_small_launches_fires() {
         // 40,000 launches of 4 us each in 0.5 s: 80,000/s.
         let p = run(0.5).api("cuLaunchKernel", 40_000, 160.0, 0).build();
-        let Outcome::Found(f) = LaunchBound.check(&p) else {
+        let Outcome::Found(f) = LaunchBound.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert_eq!(f.layer, Layer::Compute);
@@ -228,7 +231,7 @@ mod tests {
             .api("cuLaunchKernel", 40_000, 100.0, 0)
             .sync(SyncCause::Explicit, 100, 300.0)
             .build();
-        assert!(matches!(LaunchBound.check(&p), Outcome::Clear));
+        assert!(matches!(LaunchBound.check(&Input::new(&p)), Outcome::Clear));
     }
 
     /// A run of 300 ms of CUDA init, a last start-up window launching `at_start` kernels
@@ -275,9 +278,9 @@ mod tests {
         }];
         let mut p = run(0.71).build();
         attach(&mut p, t);
-        let s = crate::analysis::phases::steady(&p).expect("a steady state");
+        let s = crate::analysis::phases::fixtures::steady(&p).expect("a steady state");
         assert_eq!((s.ns, s.host.launches, s.gpu), (400 * MS, 48_000, None));
-        let Outcome::Found(f) = LaunchBound.check(&p) else {
+        let Outcome::Found(f) = LaunchBound.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert!(f.heuristic);
@@ -314,8 +317,14 @@ mod tests {
     #[test]
     fn few_large_launches_or_graph_replays_do_not() {
         let matmuls = run(5.0).api("cuLaunchKernelEx", 500, 2.0, 0).build();
-        assert!(matches!(LaunchBound.check(&matmuls), Outcome::Clear));
+        assert!(matches!(
+            LaunchBound.check(&Input::new(&matmuls)),
+            Outcome::Clear
+        ));
         let graphs = run(1.0).api("cuGraphLaunch", 5_000, 20.0, 0).build();
-        assert!(matches!(LaunchBound.check(&graphs), Outcome::Clear));
+        assert!(matches!(
+            LaunchBound.check(&Input::new(&graphs)),
+            Outcome::Clear
+        ));
     }
 }

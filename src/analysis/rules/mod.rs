@@ -19,7 +19,7 @@ mod small_grid;
 mod sync_stalled;
 mod um_fault_heavy;
 
-use crate::analysis::diagnose::Rule;
+use crate::analysis::rule::Rule;
 
 pub static ALL: &[&dyn Rule] = &[
     &pcie_link_degraded::PcieLinkDegraded,

@@ -1,8 +1,8 @@
 use super::gpu_data::link_peak_bytes_per_s;
 use super::recurrence::Recurrence;
-use crate::analysis::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::analysis::phases::{at, in_steady, IdleKind};
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 use gpuspy_format::{Direction, HostKind, SyncCause};
 
 /// Asynchronous copies from pageable memory, which the driver performs synchronously.
@@ -51,7 +51,8 @@ Fix: pin the host buffers. In PyTorch, `DataLoader(..., pin_memory=True)` and
 CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
 `cudaHostRegister`."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let Some(s) = p.sync(SyncCause::PageableAsyncCopy) else {
             return Outcome::Clear;
         };
@@ -60,8 +61,7 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
         let blocked_share;
         let impact;
         let mut pinned_ns = 0;
-        let axis = crate::analysis::phases::time_axis(p);
-        if let Some((a, st)) = axis.as_ref().and_then(|a| Some((a, a.steady.as_ref()?))) {
+        if let Some((a, st)) = (input.axis.as_ref()).and_then(|a| Some((a, a.steady.as_ref()?))) {
             let cause = [SyncCause::PageableAsyncCopy];
             let copies = Recurrence::of(p, a, |t, w| {
                 let blocked = t
@@ -127,7 +127,8 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::diagnose::{synthetic::run, Severity};
+    use crate::analysis::diagnose::synthetic::run;
+    use crate::analysis::rule::Severity;
 
     #[test]
     fn blocking_pageable_copies_fire() {
@@ -135,7 +136,7 @@ mod tests {
             .sync(SyncCause::PageableAsyncCopy, 200, 600.0)
             .copy(Direction::HtoD, HostKind::Pageable, 200, 800 << 20)
             .build();
-        let Outcome::Found(f) = PageableMemcpy.check(&p) else {
+        let Outcome::Found(f) = PageableMemcpy.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert_eq!(f.layer, Layer::Memory);
@@ -193,7 +194,7 @@ mod tests {
         };
         // 450 ms without a kernel in the copies (350 idle, 100 copying), less the 50 ms the
         // pinned copies take, of 500 ms.
-        let Outcome::Found(f) = PageableMemcpy.check(&profile(true)) else {
+        let Outcome::Found(f) = PageableMemcpy.check(&Input::new(&profile(true))) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.8).abs() < 1e-9, "{}", f.impact);
@@ -206,12 +207,12 @@ mod tests {
         for series in [&mut d.busy_ns, &mut d.transfer_ns, &mut d.idle_ns[0].ns] {
             series[25..].fill(0);
         }
-        let Outcome::Found(f) = PageableMemcpy.check(&sampled) else {
+        let Outcome::Found(f) = PageableMemcpy.check(&Input::new(&sampled)) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.8).abs() < 1e-9, "{}", f.impact);
         // Without the GPU side: 400 ms blocked, less the same 50 ms.
-        let Outcome::Found(f) = PageableMemcpy.check(&profile(false)) else {
+        let Outcome::Found(f) = PageableMemcpy.check(&Input::new(&profile(false))) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.7).abs() < 1e-9, "{}", f.impact);
@@ -248,14 +249,20 @@ mod tests {
             attach(&mut p, t);
             p
         };
-        assert!(matches!(PageableMemcpy.check(&burst(40)), Outcome::Clear));
+        assert!(matches!(
+            PageableMemcpy.check(&Input::new(&burst(40))),
+            Outcome::Clear
+        ));
         // The same copies spread over every fourth window recur: the rule fires.
         let mut spread = burst(40);
         let t = spread.processes[0].timeline.as_mut().unwrap();
         t.host.blocked_ns[0].ns = (0..100)
             .map(|w| if w % 4 == 0 { 4 * MS } else { 0 })
             .collect();
-        assert!(matches!(PageableMemcpy.check(&spread), Outcome::Found(_)));
+        assert!(matches!(
+            PageableMemcpy.check(&Input::new(&spread)),
+            Outcome::Found(_)
+        ));
     }
 
     #[test]
@@ -263,14 +270,23 @@ mod tests {
         let pinned = run(2.0)
             .copy(Direction::HtoD, HostKind::Pinned, 200, 800 << 20)
             .build();
-        assert!(matches!(PageableMemcpy.check(&pinned), Outcome::Clear));
+        assert!(matches!(
+            PageableMemcpy.check(&Input::new(&pinned)),
+            Outcome::Clear
+        ));
         let few = run(2.0)
             .sync(SyncCause::PageableAsyncCopy, 3, 500.0)
             .build();
-        assert!(matches!(PageableMemcpy.check(&few), Outcome::Clear));
+        assert!(matches!(
+            PageableMemcpy.check(&Input::new(&few)),
+            Outcome::Clear
+        ));
         let quick = run(2.0)
             .sync(SyncCause::PageableAsyncCopy, 100, 5.0)
             .build();
-        assert!(matches!(PageableMemcpy.check(&quick), Outcome::Clear));
+        assert!(matches!(
+            PageableMemcpy.check(&Input::new(&quick)),
+            Outcome::Clear
+        ));
     }
 }

@@ -1,6 +1,6 @@
 use super::gpu_data::*;
-use crate::analysis::diagnose::{share, Finding, Layer, Outcome, Rule};
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 
 /// The PCIe link trained below its maximum.
 pub struct PcieLinkDegraded;
@@ -47,7 +47,8 @@ a degraded link with no copies is reported for information only.
 Fix: reseat the card or move it to a full x16 slot, check the BIOS PCIe settings and
 risers, and make sure the link is not held in a power-saving state."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let mut facts = p
             .gpu_devices()
             .filter_map(|(_, d)| d.facts.as_ref().map(|f| (d, f)))

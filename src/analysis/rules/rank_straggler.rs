@@ -1,6 +1,7 @@
-use crate::analysis::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
-use crate::analysis::profile::{ProcessInfo, Profile};
+use crate::analysis::profile::ProcessInfo;
+use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
 use crate::analysis::stats::median;
+use crate::units::share;
 
 /// One rank holds the others back.
 pub struct RankStraggler;
@@ -37,7 +38,8 @@ raise `num_workers` and use `persistent_workers=True` and prefetching on that no
 shared or throttled GPU, check its node. For uneven work, balance the shards or batch
 sizes."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let ranked: Vec<&ProcessInfo> = p.processes.iter().filter(|x| x.rank.is_some()).collect();
         if ranked.len() < 2 {
             return Outcome::Clear;
@@ -105,6 +107,7 @@ sizes."
 mod tests {
     use super::*;
     use crate::analysis::diagnose::synthetic::run;
+    use crate::analysis::profile::Profile;
     use crate::analysis::rules::gpu_data::fixtures::nccl_only;
 
     #[test]
@@ -116,7 +119,7 @@ mod tests {
             .rank(2, 10.0, 6.1)
             .rank(3, 10.0, 5.9)
             .build();
-        let Outcome::Found(f) = RankStraggler.check(&p) else {
+        let Outcome::Found(f) = RankStraggler.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert_eq!(f.evidence["rank"], 1);
@@ -146,7 +149,7 @@ mod tests {
         let mut p = run(0.0).rank(0, 14.5, 0.6).rank(1, 15.2, 0.5).build();
         nccl_time(&mut p, 0, 4.71);
         nccl_time(&mut p, 1, 0.44);
-        let Outcome::Found(f) = RankStraggler.check(&p) else {
+        let Outcome::Found(f) = RankStraggler.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert_eq!(f.evidence["rank"], 1);
@@ -161,7 +164,7 @@ mod tests {
         // Without CUPTI on one rank the host decides, and says it is a heuristic.
         let mut partial = run(0.0).rank(0, 10.0, 6.0).rank(1, 10.0, 0.5).build();
         nccl_time(&mut partial, 0, 4.0);
-        let Outcome::Found(f) = RankStraggler.check(&partial) else {
+        let Outcome::Found(f) = RankStraggler.check(&Input::new(&partial)) else {
             panic!("no finding")
         };
         assert_eq!(
@@ -178,9 +181,12 @@ mod tests {
             .rank(2, 10.0, 3.1)
             .rank(3, 10.0, 2.9)
             .build();
-        assert!(matches!(RankStraggler.check(&p), Outcome::Clear));
         assert!(matches!(
-            RankStraggler.check(&run(1.0).build()),
+            RankStraggler.check(&Input::new(&p)),
+            Outcome::Clear
+        ));
+        assert!(matches!(
+            RankStraggler.check(&Input::new(&run(1.0).build())),
             Outcome::Clear
         ));
     }

@@ -1,6 +1,7 @@
-use crate::analysis::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::analysis::phases::{PhaseKind, TimeAxis, LOADING};
 use crate::analysis::profile::{total, Profile, STARTUP_APIS};
+use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 
 /// Driver init, contexts, module loading and JIT take a large part of the run.
 pub struct SlowStartup;
@@ -55,9 +56,10 @@ cache); don't create contexts per task. A JIT compiler such as `torch.compile` c
 every new process even with its caches warm (7-11 s for a 4-layer MLP on the H200, cache
 warm): in a run this short, compare it with eager mode."
     }
-    fn check(&self, p: &Profile) -> Outcome {
-        if let Some(axis) = crate::analysis::phases::time_axis(p) {
-            return self.on_axis(p, &axis);
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
+        if let Some(axis) = &input.axis {
+            return self.on_axis(p, axis);
         }
         let startup = p.startup_ns();
         let active = p.active_ns();
@@ -160,7 +162,7 @@ mod tests {
             .api("cuInit", 1, 300.0, 0)
             .api("cuLibraryLoadData", 20, 300.0, 0)
             .build();
-        let Outcome::Found(f) = SlowStartup.check(&p) else {
+        let Outcome::Found(f) = SlowStartup.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert_eq!(f.layer, Layer::Runtime);
@@ -171,8 +173,11 @@ mod tests {
     #[test]
     fn a_long_run_amortises_its_start_up() {
         let p = run(60.0).api("cuInit", 1, 300.0, 0).build();
-        assert!(matches!(SlowStartup.check(&p), Outcome::Clear));
+        assert!(matches!(SlowStartup.check(&Input::new(&p)), Outcome::Clear));
         let tiny = run(0.2).api("cuInit", 1, 100.0, 0).build();
-        assert!(matches!(SlowStartup.check(&tiny), Outcome::Clear));
+        assert!(matches!(
+            SlowStartup.check(&Input::new(&tiny)),
+            Outcome::Clear
+        ));
     }
 }

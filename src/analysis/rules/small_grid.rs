@@ -1,8 +1,8 @@
 use super::gpu_data::*;
-use crate::analysis::diagnose::{share, Finding, Layer, Outcome, Rule};
 use crate::analysis::gpm::device_shares;
 use crate::analysis::kernels::small_grid;
-use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 use gpuspy_format::gpu::nccl_collective;
 
 /// Grids smaller than the GPU.
@@ -39,7 +39,8 @@ Triton loop, 93 % busy and 97 % of it with SMs idle: 90 %, where the span gave 6
 Fix: larger batches, or fuse work into fewer, larger kernels. Split-K and persistent
 kernels for matrix work."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let mut any = false;
         let mut estimated = false;
         let (mut small, mut kernel, mut busy, mut saving, mut span) = (0u64, 0u64, 0u64, 0.0, 0u64);
@@ -78,7 +79,7 @@ kernels for matrix work."
         }
         // With a steady state, the busy share of it whose SMs the small grids left idle;
         // the whole run's span holds start-up and JIT compiles, which would dilute it.
-        let impact = match crate::analysis::phases::steady(p).and_then(|s| s.gpu) {
+        let impact = match input.steady().and_then(|s| s.gpu.as_ref()) {
             Some(g) => share(g.busy_ns, g.ns) * (saving / busy.max(1) as f64).min(1.0),
             None => saving / span.max(p.steady_ns()) as f64,
         };
@@ -192,7 +193,7 @@ mod tests {
             ..W::default()
         };
         attach(&mut p, timeline(&times(20, w), true));
-        let f = found(SmallGrid.check(&p));
+        let f = found(SmallGrid.check(&Input::new(&p)));
         let expected = 0.9 * (9.98 - 0.3) / 9.98;
         assert!((f.impact - expected).abs() < 1e-6, "{}", f.impact);
     }

@@ -1,8 +1,9 @@
 use super::gpu_data::{power_capped_loss, short_idle_share};
 use super::recurrence::Recurrence;
-use crate::analysis::diagnose::{ms, share, Finding, Layer, Outcome, Rule};
 use crate::analysis::phases::{accounted_ns, at, in_steady, IdleKind, SteadyState, TimeAxis};
 use crate::analysis::profile::Profile;
+use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 use gpuspy_format::timeline::IdleCause;
 use gpuspy_format::{Direction, HostKind, SyncCause};
 
@@ -73,10 +74,10 @@ Fix: take synchronisation out of the step. Drop `.item()`, `.cpu()`, `.tolist()`
 avoid `torch.cuda.synchronize()` outside timing code, use `non_blocking=True` copies with
 events, and in CuPy avoid `.get()` and implicit conversions inside the loop."
     }
-    fn check(&self, p: &Profile) -> Outcome {
-        let axis = crate::analysis::phases::time_axis(p);
-        if let Some(s) = axis.as_ref().and_then(|a| a.steady.as_ref()) {
-            return self.on_steady(p, axis.as_ref(), s);
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
+        if let Some(s) = input.steady() {
+            return self.on_steady(p, input.axis.as_ref(), s);
         }
         let steady = p.steady_ns();
         let (calls, blocked) = run_syncs(p);
@@ -225,7 +226,8 @@ fn item_like(f: Finding, p: &Profile) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::diagnose::{synthetic::run, Severity};
+    use crate::analysis::diagnose::synthetic::run;
+    use crate::analysis::rule::Severity;
     use gpuspy_format::gpu::Gpu;
 
     #[test]
@@ -236,7 +238,7 @@ mod tests {
             .api("cuMemcpyDtoHAsync", 500, 1.0, 2000)
             .sync(SyncCause::Explicit, 500, 500.0)
             .build();
-        let Outcome::Found(f) = SyncStalled.check(&p) else {
+        let Outcome::Found(f) = SyncStalled.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert_eq!(f.layer, Layer::Framework);
@@ -297,7 +299,7 @@ mod tests {
                 vec![frame("/u/data.py", 3)],
             ),
         ];
-        let Outcome::Found(f) = SyncStalled.check(&p) else {
+        let Outcome::Found(f) = SyncStalled.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         let named: Vec<(&str, u32, u64, u64)> = f
@@ -318,14 +320,14 @@ mod tests {
     #[test]
     fn one_sync_at_the_end_of_gpu_work_is_not_a_stall() {
         let p = run(10.0).sync(SyncCause::Explicit, 2, 9000.0).build();
-        assert!(matches!(SyncStalled.check(&p), Outcome::Clear));
+        assert!(matches!(SyncStalled.check(&Input::new(&p)), Outcome::Clear));
     }
 
     #[test]
     fn a_host_that_only_waits_is_held_by_the_gpu() {
         // 98 % blocked: removing the syncs saves at most the 2 % of host work.
         let p = run(1.0).sync(SyncCause::Explicit, 500, 980.0).build();
-        let Outcome::Found(f) = SyncStalled.check(&p) else {
+        let Outcome::Found(f) = SyncStalled.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert_eq!(f.severity, Severity::Info);
@@ -343,7 +345,7 @@ mod tests {
             .sync(SyncCause::Explicit, 5000, 5000.0)
             .gpu(gpu(h200(), None, Some(a)))
             .build();
-        let Outcome::Found(f) = SyncStalled.check(&p) else {
+        let Outcome::Found(f) = SyncStalled.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.1).abs() < 0.02, "{}", f.impact);
@@ -370,7 +372,7 @@ mod tests {
             .sync(SyncCause::Explicit, 500, 500.0)
             .gpu(busy_gpu)
             .build();
-        let Outcome::Found(f) = SyncStalled.check(&p) else {
+        let Outcome::Found(f) = SyncStalled.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.05).abs() < 1e-9, "{}", f.impact);
@@ -400,7 +402,7 @@ mod tests {
             ..W::default()
         };
         attach(&mut p, timeline(&times(windows, w), true));
-        let Outcome::Found(f) = SyncStalled.check(&p) else {
+        let Outcome::Found(f) = SyncStalled.check(&Input::new(&p)) else {
             panic!("no finding")
         };
         assert!(!f.heuristic);
@@ -479,7 +481,7 @@ mod tests {
             ..W::default()
         };
         attach(&mut p, timeline(&times(20, w), false));
-        let Outcome::Found(f) = SyncStalled.check(&p) else {
+        let Outcome::Found(f) = SyncStalled.check(&Input::new(&p)) else {
             panic!("a host blocked all the time is a finding")
         };
         assert_eq!(f.impact, 0.0, "{}", f.summary);
@@ -498,7 +500,7 @@ mod tests {
                 ..W::default()
             };
             attach(&mut p, timeline(&times(14, w), false));
-            SyncStalled.check(&p)
+            SyncStalled.check(&Input::new(&p))
         };
         assert!(matches!(finding(4), Outcome::Clear));
         assert!(matches!(finding(14), Outcome::Found(_)));
@@ -507,6 +509,6 @@ mod tests {
     #[test]
     fn frequent_but_short_waits_are_not_a_stall() {
         let p = run(1.0).sync(SyncCause::Explicit, 1000, 20.0).build();
-        assert!(matches!(SyncStalled.check(&p), Outcome::Clear));
+        assert!(matches!(SyncStalled.check(&Input::new(&p)), Outcome::Clear));
     }
 }

@@ -1,7 +1,8 @@
 use super::gpu_data::*;
-use crate::analysis::diagnose::{share, Finding, Layer, Outcome, Rule};
 use crate::analysis::phases::{IdleKind, SteadyState, SteadyUnifiedMemory};
 use crate::analysis::profile::Profile;
+use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
 
 /// Unified memory that migrates on page faults.
 pub struct UmFaultHeavy;
@@ -130,7 +131,8 @@ Fix: prefetch managed memory to where it is used next (`cudaMemPrefetchAsync`), 
 placement hints (`cudaMemAdvise` with `SetPreferredLocation`/`SetReadMostly`), or use
 explicit device allocations and copies."
     }
-    fn check(&self, p: &Profile) -> Outcome {
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
         let counters: Vec<_> = p
             .processes
             .iter()
@@ -151,9 +153,8 @@ explicit device allocations and copies."
         if cpu + gpu == 0 {
             return Outcome::Clear;
         }
-        let steady = crate::analysis::phases::steady(p);
-        if let Some((s, um)) = steady
-            .as_ref()
+        if let Some((s, um)) = input
+            .steady()
             .and_then(|s| Some((s, s.unified_memory.as_ref()?)))
         {
             return self.on_steady(p, s, um);
@@ -169,7 +170,7 @@ explicit device allocations and copies."
         // steady state's time outside the driver (sampled, a loop of a few long kernels can
         // launch none inside a slot); without a steady state, in the long gaps.
         let faults_ns = um_fault_wait_ns(p);
-        let host_wait = match steady {
+        let host_wait = match input.steady() {
             Some(s) => {
                 let working = match &s.gpu {
                     Some(g) => {
@@ -264,7 +265,7 @@ mod tests {
         };
         let mut g = gpu(h200(), None, Some(activity(1.0)));
         g.unified_memory = Some(um(10_000, 2_000, 4 << 30));
-        let f = found(UmFaultHeavy.check(&run(10.0).gpu(g.clone()).build()));
+        let f = found(UmFaultHeavy.check(&Input::new(&run(10.0).gpu(g.clone()).build())));
         // 4 GiB at gen5 x16's 63 GB/s, 2000 x 50 us and 10000 x 10 us, over 10 s.
         let expected = ((4u64 << 30) as f64 / 63.016e9 + 0.1 + 0.1) / 10.0;
         assert!(
@@ -279,31 +280,35 @@ mod tests {
         waiting.gap_hist = gaps(100, 50_000_000);
         let mut h = gpu(h200(), None, Some(waiting));
         h.unified_memory = Some(um(30_000, 2_000, 4 << 30));
-        let f = found(UmFaultHeavy.check(&run(10.0).gpu(h.clone()).build()));
+        let f = found(UmFaultHeavy.check(&Input::new(&run(10.0).gpu(h.clone()).build())));
         assert!((f.impact - 0.5).abs() < 0.04, "{}", f.impact);
         assert!(matches!(
-            InputStarved.check(&run(10.0).gpu(h.clone()).build()),
+            InputStarved.check(&Input::new(&run(10.0).gpu(h.clone()).build())),
             Outcome::Clear
         ));
         // Two faults explain 0.4 ms of those gaps at most: the rest is input starvation.
         h.unified_memory = Some(um(2, 1, 1 << 20));
-        let f = found(UmFaultHeavy.check(&run(10.0).gpu(h.clone()).build()));
+        let f = found(UmFaultHeavy.check(&Input::new(&run(10.0).gpu(h.clone()).build())));
         assert!(f.impact < 0.001, "{}", f.impact);
-        let Outcome::Found(starved) = InputStarved.check(&run(10.0).gpu(h).build()) else {
+        let Outcome::Found(starved) = InputStarved.check(&Input::new(&run(10.0).gpu(h).build()))
+        else {
             panic!("not input-starved")
         };
         assert!((starved.impact - 0.5).abs() < 0.04, "{}", starved.impact);
         g.unified_memory = Some(um(0, 0, 0));
         assert!(matches!(
-            UmFaultHeavy.check(&run(10.0).gpu(g).build()),
+            UmFaultHeavy.check(&Input::new(&run(10.0).gpu(g).build())),
             Outcome::Clear
         ));
         assert!(matches!(
-            UmFaultHeavy.check(&run(1.0).build()),
+            UmFaultHeavy.check(&Input::new(&run(1.0).build())),
             Outcome::Clear
         ));
         let managed = run(1.0).api("cuMemAllocManaged", 1, 0.1, 1 << 20).build();
-        assert!(matches!(UmFaultHeavy.check(&managed), Outcome::NoData(_)));
+        assert!(matches!(
+            UmFaultHeavy.check(&Input::new(&managed)),
+            Outcome::NoData(_)
+        ));
     }
 
     /// A run of 200 ms whose host faulted `cpu_faults` times, with the activity `a`.
@@ -341,14 +346,17 @@ mod tests {
         // input starvation.
         for observed in [10 * MS, 2 * MS] {
             let p = profile(500, observed);
-            let f = found(UmFaultHeavy.check(&p));
+            let f = found(UmFaultHeavy.check(&Input::new(&p)));
             assert!((f.impact - 0.5).abs() < 1e-9, "{observed}: {}", f.impact);
-            assert!(matches!(InputStarved.check(&p), Outcome::Clear));
+            assert!(matches!(
+                InputStarved.check(&Input::new(&p)),
+                Outcome::Clear
+            ));
         }
         // 100 faults explain 10 % of it; 40 of the 50 % host-work idle is input starvation.
         let p = profile(100, 2 * MS);
-        assert!((found(UmFaultHeavy.check(&p)).impact - 0.1).abs() < 1e-9);
-        let starved = found(InputStarved.check(&p));
+        assert!((found(UmFaultHeavy.check(&Input::new(&p))).impact - 0.1).abs() < 1e-9);
+        let starved = found(InputStarved.check(&Input::new(&p)));
         assert!((starved.impact - 0.4).abs() < 1e-9, "{}", starved.impact);
     }
 
@@ -369,10 +377,10 @@ mod tests {
             p
         };
         // 2,000 faults of up to 200 us (400 ms) could explain all of it: 70 % at most.
-        let f = found(UmFaultHeavy.check(&profile(2_000)));
+        let f = found(UmFaultHeavy.check(&Input::new(&profile(2_000))));
         assert!((f.impact - 0.7).abs() < 1e-9, "{}", f.impact);
         // 200 faults, 40 ms: 20 %.
-        let f = found(UmFaultHeavy.check(&profile(200)));
+        let f = found(UmFaultHeavy.check(&Input::new(&profile(200))));
         assert!((f.impact - 0.2).abs() < 1e-9, "{}", f.impact);
     }
 
@@ -438,7 +446,7 @@ mod tests {
         set_up.gpu_page_fault_groups[2] = 0;
         set_up.bytes_htod[2] = 0;
         let p = counted(500, set_up);
-        let f = found(UmFaultHeavy.check(&p));
+        let f = found(UmFaultHeavy.check(&Input::new(&p)));
         assert!((f.impact - 0.2708).abs() < 1e-3, "{}", f.impact);
         assert_eq!(f.evidence["gpu_page_fault_groups"].as_u64(), Some(800));
         assert_eq!(f.evidence["cpu_page_faults"].as_u64(), Some(0));
@@ -452,27 +460,37 @@ mod tests {
         );
         // The host's faults pulling 320 MiB back take 89.29 ms at 3.5 GiB/s, 44.64 % of
         // the loop: of its 50 % idle in host work, 5.36 % is left to input starvation.
-        let starved = found(InputStarved.check(&p));
+        let starved = found(InputStarved.check(&Input::new(&p)));
         assert!((starved.impact - 0.0536).abs() < 1e-3, "{}", starved.impact);
         // Counters on in the loop that saw no fault: the set-up's faults are no finding,
         // however many the whole run counted.
         assert!(matches!(
-            UmFaultHeavy.check(&counted(500, on_in(&[2, 12], 10 * MS, 0, 0, 0))),
+            UmFaultHeavy.check(&Input::new(&counted(
+                500,
+                on_in(&[2, 12], 10 * MS, 0, 0, 0)
+            ))),
             Outcome::Clear
         ));
         // On in set-up only, or in teardown only, or 5 ms in the loop: nothing stands for
         // the loop (5 ms of faults scaled to 200 ms would be a guess 40 times over).
         for (at, on) in [(2, 10 * MS), (28, 10 * MS), (12, 5 * MS)] {
             let p = counted(500, on_in(&[at], on, 500, 40, 16));
-            assert!(matches!(UmFaultHeavy.check(&p), Outcome::NoData(_)), "{at}");
+            assert!(
+                matches!(UmFaultHeavy.check(&Input::new(&p)), Outcome::NoData(_)),
+                "{at}"
+            );
         }
         // With nothing known of the loop, input-starved still leaves what the run's 500 CPU
         // faults can explain (up to 200 us each: 100 ms, all of the loop's 50 % host idle).
         let set_up_only = counted(500, on_in(&[2], 10 * MS, 500, 0, 0));
-        assert!(matches!(InputStarved.check(&set_up_only), Outcome::Clear));
+        assert!(matches!(
+            InputStarved.check(&Input::new(&set_up_only)),
+            Outcome::Clear
+        ));
         // On only in the warm-up (a short run's one slot, at its first launch): that stands
         // for the steady state. 10 ms with 4 MiB: 80 MiB over 200 ms.
-        let f = found(UmFaultHeavy.check(&counted(500, on_in(&[5], 10 * MS, 0, 10, 4))));
+        let f =
+            found(UmFaultHeavy.check(&Input::new(&counted(500, on_in(&[5], 10 * MS, 0, 10, 4)))));
         assert_eq!(
             f.evidence["sampled_migrated_bytes"].as_u64(),
             Some(80 << 20)
@@ -512,7 +530,7 @@ mod tests {
         // all 16 MiB every step: read as all of it, the impact of 320 MiB each way
         // (the_steady_states_migrations_less_their_bulk_cost_are_the_impact): 27.08 %.
         for processes in [1, 2] {
-            let f = found(UmFaultHeavy.check(&job(processes, true)));
+            let f = found(UmFaultHeavy.check(&Input::new(&job(processes, true))));
             assert!(
                 (f.impact - 0.2708).abs() < 1e-3,
                 "{processes}: {}",
@@ -525,7 +543,7 @@ mod tests {
             );
         }
         // No managed allocation in the dumps: the sampled 160 MiB, half the impact.
-        let f = found(UmFaultHeavy.check(&job(1, false)));
+        let f = found(UmFaultHeavy.check(&Input::new(&job(1, false))));
         assert!((f.impact - 0.1354).abs() < 1e-3, "{}", f.impact);
     }
 }
