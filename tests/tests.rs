@@ -28,6 +28,8 @@ mod hardening;
 mod help;
 /// Runs with calls the shim did not record: every view says the data is incomplete.
 mod incomplete;
+/// The import-cycle check of tools/check-layers.py, on the CLI and the format crate.
+mod layers;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
 mod lifecycle;
 /// Merging crafted dumps: each once, a process's images as one, the job's span,
