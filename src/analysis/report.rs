@@ -86,9 +86,9 @@ pub struct Report<'a> {
     /// Largest `total_ns` first.
     pub apis: Apis<'a>,
     pub unwrapped_symbols: &'a [String],
-    /// The time axis, plot-ready (src/timelines.rs); None when no dump has one.
+    /// The time axis, plot-ready (src/analysis/timelines.rs); None when no dump has one.
     pub timelines: Option<Timelines>,
-    /// The program's NVTX ranges as phases see them; None without NVTX (src/nvtx.rs).
+    /// The program's NVTX ranges as phases see them; None without NVTX (src/analysis/nvtx.rs).
     pub nvtx: Option<crate::analysis::nvtx::Summary>,
 }
 

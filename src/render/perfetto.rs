@@ -5,7 +5,7 @@
 //! ordered by rank: counter tracks for the window series and the NVML telemetry, and
 //! slices for the sampled blocking calls and GPU idle gaps. Times are microseconds from
 //! the start of the job's grid, `otherData.origin_unix_ns`. Bounded by the report's own
-//! bounds (src/timelines.rs): a 1,000-rank job of any length stays under 10 MB; a counter
+//! bounds (src/analysis/timelines.rs): a 1,000-rank job of any length stays under 10 MB; a counter
 //! is written only when its value changes.
 
 use crate::analysis::report::{ProcessRow, Report};
