@@ -18,3 +18,6 @@ mod render;
 mod safe_text;
 mod side_files;
 mod units;
+
+/// What a dump file is called, for the tests that look for the dumps a run left.
+pub use analysis::load::is_dump_name;
