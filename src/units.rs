@@ -1,5 +1,6 @@
 //! The units every output of gpuspy's shares: durations, bytes and shares, as the text
-//! report, the rules' summaries, `check` and `diff` print them.
+//! report, the rules' summaries, `check` and `diff` print them, and shares rounded as the
+//! report and the rules' evidence hold them.
 
 /// `1.23 ms`-style durations with three significant figures.
 pub fn duration(ns: u64) -> String {
@@ -17,6 +18,15 @@ pub fn duration(ns: u64) -> String {
         2
     };
     format!("{value:.digits$} {unit}")
+}
+
+/// A share rounded to 0.1 %.
+pub fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 / whole as f64 * 1000.0).round() / 1000.0
+    }
 }
 
 pub fn bytes(n: u64) -> String {

@@ -168,19 +168,13 @@ impl Run {
     }
 }
 
-/// The dumps in `dir`, sorted (a process killed while writing may leave a `.gpuspy-*.tmp`
-/// file, which is not one).
+/// The dumps in `dir`, sorted, named as the CLI reads them (a process killed while writing
+/// may leave a `.gpuspy-*.tmp` file, which is not one).
 pub fn dumps_in(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
             .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with("gpuspy-")
-            })
+            .filter(|p| gpuspy::is_dump_name(p))
             .collect(),
         Err(_) => Vec::new(),
     };

@@ -17,6 +17,8 @@ mod doors;
 mod fleet;
 /// `gpuspy diff` and `gpuspy check` as CI gates.
 mod gates;
+/// `gpuspy report` of every recorded dump, byte for byte as in tests/golden/.
+mod golden;
 /// GPU-side data: what a dump says without NVML and CUPTI, and dumps from the H200.
 mod gpu;
 /// The program and its data survive file-size limits, exec, thousands of threads, signals,
@@ -26,6 +28,8 @@ mod hardening;
 mod help;
 /// Runs with calls the shim did not record: every view says the data is incomplete.
 mod incomplete;
+/// The import-cycle check of tools/check-layers.py, on the CLI and the format crate.
+mod layers;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
 mod lifecycle;
 /// Merging crafted dumps: each once, a process's images as one, the job's span,

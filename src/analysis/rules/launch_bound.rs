@@ -1,0 +1,330 @@
+use super::gpu_data::short_idle_share;
+use crate::analysis::phases::{at, IdleKind, SteadyState};
+use crate::analysis::profile::{Profile, LAUNCH_APIS};
+use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
+use crate::units::share;
+use gpuspy_format::SyncCause;
+
+/// So many small kernels that launching them is the bottleneck.
+pub struct LaunchBound;
+
+const MIN_LAUNCHES: u64 = 1000;
+/// A launch every 100 us or more often.
+const MIN_PER_S: f64 = 10_000.0;
+/// The syncs that block the host until the GPU has caught up.
+const CAUSES: [SyncCause; 2] = [SyncCause::Explicit, SyncCause::SyncCopy];
+
+impl Rule for LaunchBound {
+    fn id(&self) -> &'static str {
+        "launch-bound"
+    }
+    fn layer(&self) -> Layer {
+        Layer::Compute
+    }
+    fn doc(&self) -> &'static str {
+        "Kernels are launched one by one at a high rate; each launch costs microseconds of host time, so small kernels leave the GPU idle between them.
+
+Evidence: kernel launches (`cuLaunchKernel`, `cuLaunchKernelEx`,
+`cuLaunchCooperativeKernel`; graph launches are not counted), their rate per second of the
+steady-state time, and the host time spent inside the launch calls. The rule fires at 1,000
+or more launches at 10,000 or more a second, that is, a launch every 100 us or more often.
+A PyTorch eager op costs 5–15 us of host time, so such a loop is launch-bound whatever the
+GPU could do.
+
+A host that spends half the steady-state time or more blocked in explicit syncs and
+synchronous copies is waiting for a busy GPU, so the rule does not fire then. Waits inside
+pageable `*Async` copies do not count towards that half (they are `pageable-memcpy`'s
+evidence), so a run blocked mostly there can be found launch-bound too.
+
+Impact: the share of the steady-state time spent inside launch calls, but no more than the
+time the host was not blocked. It is a lower bound where the GPU idles: CUDA graphs also
+remove the framework's per-op host work. Faster launching can only give back time the GPU
+spent idle in short gaps, so with CUPTI busy time the impact is also capped by the share
+of the working span the GPU sat idle, less the gaps of 1 ms or more (the host busy
+elsewhere: `input-starved`).
+Without it the finding is a heuristic: large kernels at a high rate would keep the GPU busy.
+
+With a timeline (dumps of schema 2), the launches, their rate and their time are the
+steady state's (docs/diagnosis.md, \"Phases\"), and where the GPU side is there the impact is
+the GPU idle time that began while the host was launching or between launches in windows
+launching 10,000 or more a second (or spending half the window in launch calls), over the
+steady device time: the time a CUDA graph or fused kernels give back, including the
+framework's per-op host work between launches. Sampling can leave a short loop's own
+windows unrecorded (a loop that began as a recording slot ended); then the kernels CUPTI
+recorded in windows launching at the rule's rate (100 kernels or more) give the GPU time per
+launch, and the impact is the larger of the launch calls' share and the idle those
+kernels leave, less the host's other driver time (a heuristic).
+
+Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
+(`torch.cuda.CUDAGraph`, `torch.compile(mode=\"reduce-overhead\")`), fuse elementwise ops
+(`torch.compile`), or increase the batch size."
+    }
+    fn check(&self, input: &Input) -> Outcome {
+        let p = input.profile;
+        if let Some(s) = input.steady() {
+            return self.on_steady(p, s);
+        }
+        let steady = p.steady_ns();
+        let (launches, launch_ns) = LAUNCH_APIS
+            .iter()
+            .fold((0, 0), |(n, t), a| (n + p.calls(a), t + p.total_ns(a)));
+        let per_s = launches as f64 / (steady as f64 / 1e9);
+        let blocked: u64 = CAUSES
+            .iter()
+            .filter_map(|&c| p.sync(c))
+            .map(|l| l.total_ns)
+            .sum();
+        if launches < MIN_LAUNCHES || per_s < MIN_PER_S || share(blocked, steady) >= 0.5 {
+            return Outcome::Clear;
+        }
+        let idle = short_idle_share(p);
+        let bound = share(launch_ns.min(steady.saturating_sub(blocked)), steady);
+        let launch_share = idle.map_or(bound, |i| bound.min(i));
+        let f = Finding::new(
+                self,
+                launch_share,
+                format!(
+                    "{launches} kernel launches at {per_s:.0}/s (one every {:.1} us); launching alone took {:.1} % of the steady-state time",
+                    1e6 / per_s,
+                    launch_share * 100.0
+                ),
+                FIX,
+            )
+            .evidence("launches", launches)
+            .evidence("launches_per_s", per_s.round())
+            .evidence("launch_ms", ms(launch_ns))
+            .evidence("steady_ms", ms(steady))
+            .evidence("graph_launches", p.calls("cuGraphLaunch"))
+            .evidence("gpu_short_idle_share", idle.unwrap_or(f64::NAN));
+        Outcome::Found(if idle.is_some() { f } else { f.heuristic() })
+    }
+}
+
+impl LaunchBound {
+    /// The judgement on the steady state of a timeline.
+    fn on_steady(&self, p: &Profile, s: &SteadyState) -> Outcome {
+        let h = &s.host;
+        let per_s = s.per_s(h.launches);
+        let blocked = h.blocked_ns(&CAUSES);
+        if h.launches < MIN_LAUNCHES || per_s < MIN_PER_S {
+            return Outcome::Clear;
+        }
+        // Only a steady state without its GPU side needs the kernels recorded elsewhere.
+        let kernel_ns = s
+            .gpu
+            .is_none()
+            .then(|| busy_per_kernel_at_launch_rate(p))
+            .flatten();
+        let (impact, said) = match &s.gpu {
+            Some(g) => {
+                let idle = g.share(IdleKind::Launch);
+                let said = format!("the GPU sat idle between them {:.1} % of it", idle * 100.0);
+                (idle, said)
+            }
+            None if share(blocked, s.ns) >= 0.5 => return Outcome::Clear,
+            None => without_gpu_side(s, blocked, kernel_ns),
+        };
+        let f = Finding::new(
+            self,
+            impact,
+            format!(
+                "{} kernel launches at {per_s:.0}/s (one every {:.1} us) in the steady state; {said}",
+                h.launches,
+                1e6 / per_s,
+            ),
+            FIX,
+        )
+        .evidence("launches", h.launches)
+        .evidence("launches_per_s", per_s.round())
+        .evidence("launch_ms", ms(h.launch_ns))
+        .evidence("steady_ms", ms(s.ns))
+        .evidence("graph_launches", p.calls("cuGraphLaunch"));
+        Outcome::Found(match &s.gpu {
+            Some(g) => f.evidence("gpu_launch_idle_share", g.share(IdleKind::Launch)),
+            None => f
+                .evidence(
+                    "kernel_us_at_launch_rate",
+                    kernel_ns.map_or(f64::NAN, |k| k / 1e3),
+                )
+                .heuristic(),
+        })
+    }
+}
+
+/// The impact, and what it is, of a steady state without its GPU side: the launch calls'
+/// share of the time the host was not `blocked`, or where CUPTI recorded kernels at the
+/// loop's rate elsewhere (`kernel_ns` each), the idle the steady state's launches leave at
+/// that, less the host's other driver time (syncs, allocations, copies: other rules'), if
+/// larger.
+fn without_gpu_side(s: &SteadyState, blocked: u64, kernel_ns: Option<f64>) -> (f64, String) {
+    let h = &s.host;
+    let launching = share(h.launch_ns.min(s.ns.saturating_sub(blocked)), s.ns);
+    let said = format!("launching alone took {:.1} % of it", launching * 100.0);
+    let Some(k) = kernel_ns else {
+        return (launching, said);
+    };
+    let busy = k * h.launches as f64 / s.ns.max(1) as f64;
+    let other = share(h.driver_ns.saturating_sub(h.launch_ns), s.ns);
+    let idle = (1.0 - busy).min(1.0 - other).max(0.0);
+    if idle <= launching {
+        return (launching, said);
+    }
+    let said = format!(
+        "at the {:.2} us a kernel took where CUPTI recorded this rate, the GPU sat idle about {:.1} % of it",
+        k / 1e3,
+        idle * 100.0
+    );
+    (idle, said)
+}
+
+/// Kernels CUPTI recorded in windows launching at the rule's rate, fewer than this, say
+/// too little about the loop's kernels.
+const MIN_KERNELS_AT_RATE: u64 = 100;
+
+/// The GPU's busy time per kernel in the windows where CUPTI recorded and the host
+/// launched `MIN_PER_S` or more a second: what a launch-bound loop's kernels take. Sampling
+/// can leave a short loop's own windows unrecorded: on the H200 a 0.3 s launch-bound loop
+/// that began as a recording slot ended had 10-16 ms of its first window recorded, then
+/// none (bench/results/gpu-2026-12-01-session15-phases-12).
+fn busy_per_kernel_at_launch_rate(p: &Profile) -> Option<f64> {
+    let windows = p
+        .processes
+        .iter()
+        .filter_map(|x| x.timeline.as_deref())
+        .flat_map(|t| {
+            let floor = MIN_PER_S * t.window_ns as f64 / 1e9;
+            let launching = move |i: usize| at(&t.host.launches, i) as f64 >= floor;
+            t.devices.iter().flat_map(move |d| {
+                (0..d.kernels.len())
+                    .filter(move |&i| launching(i) && at(&d.observed_ns, i) > 0)
+                    .map(move |i| (at(&d.busy_ns, i), d.kernels[i]))
+            })
+        });
+    let (busy, kernels) = windows.fold((0u64, 0u64), |(b, k), (x, y)| (b + x, k + y));
+    (kernels >= MIN_KERNELS_AT_RATE).then(|| busy as f64 / kernels as f64)
+}
+
+const FIX: &str = "Capture the step in a CUDA graph (torch.cuda.CUDAGraph, torch.compile(mode=\"reduce-overhead\")), fuse ops (torch.compile), or use larger batches.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::diagnose::synthetic::run;
+    use crate::analysis::rule::Severity;
+
+    #[test]
+    fn a_stream_of_small_launches_fires() {
+        // 40,000 launches of 4 us each in 0.5 s: 80,000/s.
+        let p = run(0.5).api("cuLaunchKernel", 40_000, 160.0, 0).build();
+        let Outcome::Found(f) = LaunchBound.check(&Input::new(&p)) else {
+            panic!("no finding")
+        };
+        assert_eq!(f.layer, Layer::Compute);
+        assert_eq!(f.severity, Severity::Warning);
+        assert!((f.impact - 0.32).abs() < 0.01);
+        assert!(f.heuristic);
+    }
+
+    #[test]
+    fn a_host_waiting_on_a_busy_gpu_is_not_launch_bound() {
+        let p = run(0.5)
+            .api("cuLaunchKernel", 40_000, 100.0, 0)
+            .sync(SyncCause::Explicit, 100, 300.0)
+            .build();
+        assert!(matches!(LaunchBound.check(&Input::new(&p)), Outcome::Clear));
+    }
+
+    /// A run of 300 ms of CUDA init, a last start-up window launching `at_start` kernels
+    /// while CUPTI recorded it (1 us of GPU time each), then 40 windows of 10 ms launching
+    /// 1,200 kernels each (120,000/s), 4 ms of them in launch calls and `other` in other
+    /// driver calls, with no GPU record: its finding.
+    fn loop_unrecorded(at_start: u64, other: u64) -> Finding {
+        use crate::analysis::phases::fixtures::{attach, timeline, times, MS, W};
+        use gpuspy_format::timeline::DeviceWindows;
+        let mut w = times(
+            30,
+            W {
+                init_ns: 10 * MS,
+                ..W::default()
+            },
+        );
+        w.push(W {
+            init_ns: 9 * MS,
+            launches: at_start,
+            ..W::default()
+        });
+        w.extend(times(
+            40,
+            W {
+                launches: 1_200,
+                launch_ns: 4 * MS,
+                driver_ns: other,
+                ..W::default()
+            },
+        ));
+        let mut t = timeline(&w, false);
+        let mut recorded = vec![0; w.len()];
+        recorded[30] = 10 * MS;
+        let at = |n: u64| {
+            let mut v = vec![0; w.len()];
+            v[30] = n;
+            v
+        };
+        t.devices = vec![DeviceWindows {
+            observed_ns: recorded,
+            busy_ns: at(at_start * 1_000),
+            kernels: at(at_start),
+            ..DeviceWindows::default()
+        }];
+        let mut p = run(0.71).build();
+        attach(&mut p, t);
+        let s = crate::analysis::phases::fixtures::steady(&p).expect("a steady state");
+        assert_eq!((s.ns, s.host.launches, s.gpu), (400 * MS, 48_000, None));
+        let Outcome::Found(f) = LaunchBound.check(&Input::new(&p)) else {
+            panic!("no finding")
+        };
+        assert!(f.heuristic);
+        f
+    }
+
+    #[test]
+    fn a_loop_left_unrecorded_is_judged_by_the_kernels_recorded_at_its_rate() {
+        // 1,200 kernels of 1 us recorded at the loop's rate: 48,000 of them keep the GPU busy
+        // 12 % of the 400 ms, idle 88 %, more than the 40 % in launch calls.
+        let f = loop_unrecorded(1_200, 0);
+        assert!((f.impact - 0.88).abs() < 1e-9, "{}", f.impact);
+        assert_eq!(f.evidence["kernel_us_at_launch_rate"], 1.0);
+        assert!(f.summary.contains("idle about 88.0 %"), "{}", f.summary);
+        // The host's other driver calls (allocations, say) are another rule's time.
+        let f = loop_unrecorded(1_200, 5 * crate::analysis::phases::fixtures::MS);
+        assert!((f.impact - 0.5).abs() < 1e-9, "{}", f.impact);
+        // 50 kernels recorded at 5,000 launches a second say nothing of the loop's: the
+        // launch calls' time stands.
+        let f = loop_unrecorded(50, 0);
+        assert!((f.impact - 0.4).abs() < 1e-9, "{}", f.impact);
+        assert!(
+            f.evidence["kernel_us_at_launch_rate"].is_null(),
+            "{}",
+            f.evidence["kernel_us_at_launch_rate"]
+        );
+        assert!(
+            f.summary.contains("launching alone took 40.0 %"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn few_large_launches_or_graph_replays_do_not() {
+        let matmuls = run(5.0).api("cuLaunchKernelEx", 500, 2.0, 0).build();
+        assert!(matches!(
+            LaunchBound.check(&Input::new(&matmuls)),
+            Outcome::Clear
+        ));
+        let graphs = run(1.0).api("cuGraphLaunch", 5_000, 20.0, 0).build();
+        assert!(matches!(
+            LaunchBound.check(&Input::new(&graphs)),
+            Outcome::Clear
+        ));
+    }
+}
