@@ -7,7 +7,7 @@
 #             switches every 2 ms) with GPUSPY_STRESS_UNHELD=1: no hold
 #   held      the stress build with the hold
 #   default   the release build, its own duty cycle (the CUPTI note of each dump printed)
-# Usage on the GPU machine: BIN=.dev/bin STRESS=.dev/stress bash bench/gpu/cupti-hold.sh OUT [SECONDS] [ROUNDS]
+# CONFIGS="held" picks configurations. Usage on the GPU machine: BIN=.dev/bin STRESS=.dev/stress bash bench/gpu/cupti-hold.sh OUT [SECONDS] [ROUNDS]
 set -uo pipefail
 out=${1:?usage: cupti-hold.sh OUT [SECONDS] [ROUNDS]}
 seconds=${2:-30}
@@ -39,7 +39,7 @@ for f in glob.glob(sys.argv[1] + "/gpuspy-*.json"):
     echo "$1 round $2: exit $rc ${said:-no output}${note:+ | $note}"
     [ "$rc" = 0 ] || grep -m 3 -A 4 "Fatal Python error\|Current thread\|Thread 0x" "$err" | head -n 12 | sed 's/^/    /'
 }
-for config in toggle unheld held default; do
+for config in ${CONFIGS:-toggle unheld held default}; do
     for round in $(seq "$rounds"); do
         one "$config" "$round" &
         if [ $((round % 3)) = 0 ]; then wait; fi
