@@ -9,7 +9,6 @@ bench/gpu/cupti-hold.sh: does switching CUPTI's traced kinds from another thread
 Prints `steps N switches N`; a crash shows in the exit status (run with
 PYTHONFAULTHANDLER=1 for the threads' stacks)."""
 import ctypes
-import glob
 import os
 import sys
 import threading
@@ -27,9 +26,8 @@ switches = 0
 done = threading.Event()
 
 if toggle:
-    lib = glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "*cupti*",
-                                 "lib", "libcupti.so*"))
-    cupti = ctypes.CDLL(sorted(lib)[0])
+    # The libcupti torch itself loaded (Kineto), as bench/gpu/cupti-toggle.py finds it.
+    cupti = ctypes.CDLL("libcupti.so.13", mode=os.RTLD_NOLOAD | os.RTLD_NOW)
     REQ = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p),
                            ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t))
     DONE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
