@@ -336,10 +336,10 @@ fn calls_in_flight() -> bool {
 fn fence_every_thread() {
     static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     // SAFETY: membarrier takes plain integer arguments.
-    let membarrier = |cmd: libc::c_int| unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) } == 0;
-    let registered = *REGISTERED.get_or_init(|| {
-        membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED as libc::c_int)
-    });
+    let membarrier =
+        |cmd: libc::c_int| unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) } == 0;
+    let registered = *REGISTERED
+        .get_or_init(|| membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED as libc::c_int));
     if !(registered && membarrier(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED as libc::c_int)) {
         std::thread::sleep(std::time::Duration::from_micros(100));
     }

@@ -118,7 +118,9 @@ fn note_switch(kind: u32) {
     // SAFETY: looked up by name in the process; the fake libcuda's function of that name.
     let in_flight = unsafe { dlsym(std::ptr::null_mut(), c"fakecuda_calls_in_flight".as_ptr()) };
     // SAFETY: that function's signature.
-    if !in_flight.is_null() && unsafe { std::mem::transmute::<*mut c_void, InFlight>(in_flight)() } > 0 {
+    if !in_flight.is_null()
+        && unsafe { std::mem::transmute::<*mut c_void, InFlight>(in_flight)() } > 0
+    {
         SWITCHES_IN_CALLS.fetch_add(1, Relaxed);
     }
 }
