@@ -715,6 +715,30 @@ fn by_default_the_sampled_mode_never_detaches_cupti() {
 }
 
 #[test]
+fn the_traced_kinds_are_switched_only_while_no_call_is_in_flight() {
+    // Each launch takes 20 µs in the fake driver, so the stream's thread is inside one
+    // nearly all the time. CUPTI switched from gpuspy's thread while the program's threads
+    // were in the driver crashed a PyTorch backward pass on the H200: the switches wait for
+    // the launch in flight to end and hold the next one meanwhile.
+    let run = run(
+        "cupti_stream",
+        &["1500"],
+        &[("FAKECUDA_DELAY_NS", "cuLaunchKernel=20000")],
+    );
+    let note = cupti_note(&run);
+    let offs: u64 = note
+        .split("switched the traced kinds off ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(offs >= 1, "{note}");
+    let out = run.stdout();
+    assert!(out.contains(" switches_in_calls 0 "), "{out}");
+    assert!(note.contains("held "), "{note}");
+}
+
+#[test]
 fn between_slots_the_detaching_mode_detaches_cupti_and_leaves_it_alone() {
     // No managed memory: under GPUSPY_CUPTI=detach, between slots gpuspy detaches CUPTI (an
     // attached CUPTI cost each launch on the H200 once a traced kind had been on) and calls

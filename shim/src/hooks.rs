@@ -27,6 +27,22 @@ use crate::nccl::{
 use gpuspy_format::Direction::{DtoD, DtoH, HtoD, Peer};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
+impl Hook {
+    /// Whether the call waits for the GPU (or for other ranks), however long that takes:
+    /// a switch of CUPTI's state does not wait for it to end (`record::with_calls_held`).
+    pub fn waits(self) -> bool {
+        self.is_nccl()
+            || matches!(
+                self,
+                Hook::cuStreamSynchronize
+                    | Hook::cuStreamSynchronize_ptsz
+                    | Hook::cuCtxSynchronize
+                    | Hook::cuCtxSynchronize_v2
+                    | Hook::cuEventSynchronize
+            )
+    }
+}
+
 pub type CUresult = u32;
 pub type Ptr = *mut c_void;
 pub type Dptr = u64;

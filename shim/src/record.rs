@@ -26,7 +26,9 @@ use crate::hooks::{CUresult, Hook, HOOK_COUNT};
 use crate::lifecycle;
 use crate::tls::{self, Local};
 use gpuspy_format::{hist, Direction, HostKind, SyncCause};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*,
+};
 
 /// Threads recorded at once.
 pub const MAX_THREADS: usize = 2048;
@@ -167,6 +169,11 @@ pub fn reset_arena() {
     IN_USE.iter().for_each(|u| u.store(false, Relaxed));
     THREADS_SEEN.store(0, Relaxed);
     FOLDING.store(false, Release);
+    // Forked while gpuspy's thread held the calls: that thread is not in the child.
+    CALLS_HELD.store(false, Release);
+    [&HOLDS_GIVEN_UP, &HELD_CALLS, &HELD_NS]
+        .iter()
+        .for_each(|c| c.store(0, Relaxed));
     UNRECORDED_CALLS.store(0, Relaxed);
     ERRORS.iter().for_each(|e| {
         e.key.store(0, Relaxed);
@@ -240,6 +247,102 @@ pub fn in_flight() -> Vec<InFlight> {
             })
             .collect()
     })
+}
+
+/// Set while gpuspy's thread switches CUPTI's state (`with_calls_held`): a program thread
+/// entering an intercepted call waits until it is clear.
+static CALLS_HELD: AtomicBool = AtomicBool::new(false);
+/// The longest a program's thread waits at a hold, whatever happens on gpuspy's thread: a
+/// CUPTI thread that called the driver while a switch waited for it would otherwise
+/// deadlock the two.
+const HOLD_WAIT_NS: u64 = 5_000_000;
+
+/// The hot path's slow branch, while calls are held: steps out of the call (so that the
+/// holder does not wait for this thread), waits, and starts the call again; the new start.
+#[cold]
+#[inline(never)]
+fn wait_while_held(block: &ThreadStats, source: clock::Source) -> u64 {
+    let arrived = clock::monotonic_ns();
+    let give_up = arrived + HOLD_WAIT_NS;
+    HELD_CALLS.fetch_add(1, Relaxed);
+    loop {
+        block.in_call.since.store(0, Release);
+        while CALLS_HELD.load(Acquire) && clock::monotonic_ns() < give_up {
+            std::thread::yield_now();
+        }
+        let start = source.ticks();
+        block.in_call.since.store(start, Release);
+        compiler_fence(SeqCst);
+        let now = clock::monotonic_ns();
+        if !CALLS_HELD.load(Relaxed) || now >= give_up {
+            HELD_NS.fetch_add(now - arrived, Relaxed);
+            return start;
+        }
+    }
+}
+
+/// Runs `f` (on gpuspy's thread) while no program thread is inside an intercepted call,
+/// except calls that wait for the GPU (`Hook::waits`): CUPTI switched from another thread
+/// while the program's threads were in the driver made them crash (a PyTorch backward
+/// pass, bench/results/gpu-2026-12-03-cupti-hold). Threads that enter a call meanwhile
+/// wait until `f` returns. None, without running `f`, when the calls in flight did not
+/// end within `patience_ns`: the caller tries again later.
+pub fn with_calls_held<R>(patience_ns: u64, f: impl FnOnce() -> R) -> Option<R> {
+    CALLS_HELD.store(true, SeqCst);
+    fence_every_thread();
+    let give_up = clock::monotonic_ns() + patience_ns;
+    while calls_in_flight() {
+        if clock::monotonic_ns() >= give_up {
+            CALLS_HELD.store(false, Release);
+            HOLDS_GIVEN_UP.fetch_add(1, Relaxed);
+            return None;
+        }
+        std::thread::yield_now();
+    }
+    let result = f();
+    CALLS_HELD.store(false, Release);
+    Some(result)
+}
+
+/// For the dump's note: the holds given up because calls in flight did not end in time,
+/// the program's calls that waited at a hold, and how long they waited in all (ns).
+pub fn hold_counts() -> (u64, u64, u64) {
+    (
+        HOLDS_GIVEN_UP.load(Relaxed),
+        HELD_CALLS.load(Relaxed),
+        HELD_NS.load(Relaxed),
+    )
+}
+static HOLDS_GIVEN_UP: AtomicU64 = AtomicU64::new(0);
+static HELD_CALLS: AtomicU64 = AtomicU64::new(0);
+static HELD_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether a live thread is inside an intercepted call that `with_calls_held` waits for.
+fn calls_in_flight() -> bool {
+    with_blocks(|blocks| {
+        blocks.iter().skip(1).any(|b| {
+            b.in_call.since.load(Acquire) != 0
+                && crate::hooks::ALL_HOOKS
+                    .get(b.in_call.hook.load(Relaxed) as usize)
+                    .is_some_and(|hook| !hook.waits())
+        })
+    })
+}
+
+/// A full memory barrier on every thread of the process (`membarrier`), so that a call
+/// a thread began before `CALLS_HELD` was set shows in its `in_call`, and a call begun
+/// after it sees the flag. Where the kernel lacks the command, a pause much longer than a
+/// store takes to leave a core's store buffer.
+fn fence_every_thread() {
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: membarrier takes plain integer arguments.
+    let membarrier =
+        |cmd: libc::c_int| unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) } == 0;
+    let registered = *REGISTERED
+        .get_or_init(|| membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED as libc::c_int));
+    if !(registered && membarrier(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED as libc::c_int)) {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
 }
 
 /// Threads that made at least one intercepted call, exited ones included.
@@ -455,9 +558,15 @@ pub fn begin(hook: Hook) -> Span {
         );
         return SKIP;
     }
-    let start = source.ticks();
+    let mut start = source.ticks();
     block.in_call.hook.store(hook as u64, Relaxed);
     block.in_call.since.store(start, Release);
+    // Ordered after the store above by the compiler here, and by the CPU through the
+    // closer's `membarrier` (an asymmetric fence: nothing more on the hot path).
+    compiler_fence(SeqCst);
+    if CALLS_HELD.load(Relaxed) {
+        start = wait_while_held(block, source);
+    }
     Span {
         block,
         source,

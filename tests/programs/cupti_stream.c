@@ -6,7 +6,8 @@
  * unified-memory counters are on). A late step is not made up for (the stream stays
  * regular in time, never bunched). Runs for ARGV[1] ms; prints how many of each it made,
  * which gpuspy's sampled counts must match once extrapolated, and how many CUPTI calls
- * gpuspy made while it had CUPTI detached between slots (each would attach it again).
+ * gpuspy made while it had CUPTI detached between slots (each would attach it again), and
+ * how many switches of a traced kind came while the fake driver had a call in flight.
  * Options after ARGV[1], any of: "managed"; "graph", a stream capture begins first (a CUDA
  * graph); "nccl", an NCCL communicator is made first; "paced", the ten kernels come every
  * 10 ms (1,000 a second: cheap enough to be recorded whole); "late", each burst's records
@@ -32,6 +33,7 @@ extern void fakecupti_memcpy(unsigned char kind, unsigned char src, unsigned cha
                              unsigned long long bytes, unsigned long long start,
                              unsigned long long end, unsigned device);
 extern unsigned long long fakecupti_stray_calls(void);
+extern unsigned long long fakecupti_switches_in_calls(void);
 extern int fakecupti_found_finalized(void);
 extern int cuStreamBeginCapture_v2(void *stream, int mode);
 typedef struct { char internal[128]; } ncclUniqueId;
@@ -102,6 +104,7 @@ int main(int argc, char **argv) {
             next_fault = t + 1000000;
         }
     }
-    printf("kernels %ld faults %ld stray_calls %llu\n", kernels, faults, fakecupti_stray_calls());
+    printf("kernels %ld faults %ld switches_in_calls %llu stray_calls %llu\n", kernels, faults,
+           fakecupti_switches_in_calls(), fakecupti_stray_calls());
     return 0;
 }

@@ -469,54 +469,67 @@ pub fn switch_unified_memory(on: bool) {
 }
 
 /// Switches the traced kinds on or off (the duty cycle), and tells the aggregator, which
-/// counts time as observed only while they are on. Nothing once gpuspy has stepped aside:
-/// the program's own client manages those kinds then.
-pub fn switch_traced_kinds(on: bool) {
-    let Some(api) = API.get() else { return };
+/// counts time as observed only while they are on; whether it did. Nothing once gpuspy
+/// has stepped aside (the program's own client manages those kinds then), nor while the
+/// program's calls in flight do not end within `HOLD_PATIENCE_NS`: the switch is made with
+/// the program's calls held (`record::with_calls_held`).
+pub fn switch_traced_kinds(on: bool) -> bool {
+    let Some(api) = API.get() else { return false };
     if on && !attach(api, false) {
-        return;
+        return false;
     }
     let Ok(_no_step_aside_meanwhile) = COLLECTING.lock() else {
-        return;
+        return false;
     };
     if !REGISTERED.load(Acquire) {
-        return;
+        return false;
     }
-    // The host's launches, counted before the kinds come on and after they are off, as the
-    // times below. Outside the aggregator's lock: a dump takes it under the timeline's.
-    let launches_before = on.then(crate::timeline::launches_so_far);
-    // The period is the widest span in which a launch can be recorded: from before the
-    // first kind is on until after the last is off. Read after the calls, the opening came
-    // after kernels launched during them had started, and such a kernel counted as a
-    // record of the period before.
-    let before = crate::clock::unix_ns();
-    for kind in TRACED_KINDS {
-        // SAFETY: plain CUPTI calls from a thread outside any CUPTI callback.
-        unsafe {
-            if on {
-                (api.enable)(kind);
-            } else {
-                (api.disable)(kind);
+    // The host's launches counted, and the period's end timed, with the program's calls
+    // held: a launch held back at a switch off comes after it, unrecorded, and must not be
+    // counted in the period; one held back at a switch on comes after it, recorded.
+    let started = crate::clock::unix_ns();
+    let Some((at, launches)) = crate::record::with_calls_held(HOLD_PATIENCE_NS, || {
+        let launches_before = on.then(crate::timeline::launches_so_far);
+        let before = crate::clock::unix_ns();
+        for kind in TRACED_KINDS {
+            // SAFETY: plain CUPTI calls from a thread outside any CUPTI callback.
+            unsafe {
+                if on {
+                    (api.enable)(kind);
+                } else {
+                    (api.disable)(kind);
+                }
             }
         }
-    }
-    let after = crate::clock::unix_ns();
+        let after = crate::clock::unix_ns();
+        match launches_before {
+            Some(launches) => (before, launches),
+            None => (after, crate::timeline::launches_so_far()),
+        }
+    }) else {
+        return false;
+    };
     let (switches, took) = if on {
         (&KINDS_ON, &KINDS_ON_NS)
     } else {
         (&KINDS_OFF, &KINDS_OFF_NS)
     };
     switches.fetch_add(1, Relaxed);
-    took.fetch_add(after.saturating_sub(before), Relaxed);
-    let launches = launches_before.unwrap_or_else(crate::timeline::launches_so_far);
+    took.fetch_add(crate::clock::unix_ns().saturating_sub(started), Relaxed);
     with_aggregator(|agg| {
         if on {
-            agg.period_on(before, launches)
+            agg.period_on(at, launches)
         } else {
-            agg.period_off(after, launches)
+            agg.period_off(at, launches)
         }
     });
+    true
 }
+
+/// How long a switch of the traced kinds waits for the program's calls in flight (a launch
+/// takes microseconds; a blocking copy can wait for the whole queue) before it is tried
+/// again later. Program threads entering a call meanwhile wait as long.
+const HOLD_PATIENCE_NS: u64 = 2_000_000;
 
 /// A slot of the duty cycle begins at `at` with the kinds left on (the last was within
 /// budget): the recording period goes on, only the slot's count starts again.
@@ -800,6 +813,13 @@ pub fn switch_summary() -> Option<String> {
             KINDS_ON.load(Relaxed),
             ms(&KINDS_OFF_NS, &KINDS_OFF),
             ms(&KINDS_ON_NS, &KINDS_ON)
+        ));
+    }
+    let (given_up, held, held_ns) = crate::record::hold_counts();
+    if held > 0 || given_up > 0 {
+        parts.push(format!(
+            "held {held} of the program's calls {:.2} ms in all while switching, put off {given_up} switches for calls in flight",
+            held_ns as f64 / 1e6
         ));
     }
     let detaches = DETACHES.load(Relaxed);

@@ -201,6 +201,7 @@ fn run() {
         unified_memory: None,
         launches_at_managed: None,
         sampled,
+        retry_at: 0,
     };
     set_status(|s| s.cupti = status(cupti));
     CUPTI_TRIED.store(true, Release);
@@ -276,10 +277,17 @@ struct Switches {
     /// When the gpuspy thread found managed memory, and the host's kernel launches then.
     launches_at_managed: Option<(u64, u64)>,
     sampled: bool,
+    /// Unix ns before which the traced kinds' switch is not tried again: the last attempt
+    /// found the program's calls still in flight after its patience (`switch_traced_kinds`).
+    retry_at: u64,
 }
 
 /// Sleeps until `deadline` (monotonic ns), switching the duty cycles' kinds on and off at
 /// their times meanwhile. The cycles' times are Unix ns, as the records' are.
+/// After a switch of the traced kinds that the program's calls in flight held back, the
+/// next attempt: a blocking copy that waits for the queue ends within a few steps.
+const HOLD_RETRY_NS: u64 = 5_000_000;
+
 fn sleep_until(deadline: u64, duty: &mut Switches) {
     loop {
         let now = clock::monotonic_ns();
@@ -310,10 +318,19 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 wake = wake.min(now + UM_LAUNCH_POLL_NS);
             }
         }
-        if let Some(traced) = duty.traced.as_mut().filter(|d| unix >= d.wake_at()) {
+        let mut held_back = false;
+        let retry_at = duty.retry_at;
+        if let Some(traced) = duty
+            .traced
+            .as_mut()
+            .filter(|d| unix >= d.wake_at().max(retry_at))
+        {
             if !traced.is_on() {
-                cupti::switch_traced_kinds(true);
-                traced.turned_on(clock::unix_ns());
+                if cupti::switch_traced_kinds(true) {
+                    traced.turned_on(clock::unix_ns());
+                } else {
+                    held_back = true;
+                }
             } else if crate::nccl::used() {
                 // With NCCL the kinds stay on, as under GPUSPY_CUPTI=full: 2 of 5 DDP jobs
                 // on two H200s had a rank segfault while they were switched off and on
@@ -323,8 +340,10 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
             } else {
                 // The slot's cost so far, at its end or inside a long one.
                 cupti::collect(false, SETTLE_MARGIN_NS);
-                if traced.ends_now(clock::unix_ns(), cupti::this_slot().0) {
-                    cupti::switch_traced_kinds(false);
+                let ends = traced.ends_now(clock::unix_ns(), cupti::this_slot().0);
+                if ends && !cupti::switch_traced_kinds(false) {
+                    held_back = true;
+                } else if ends {
                     // The slot's records, gathered with the kinds off: its rate decides the
                     // next cycle.
                     cupti::collect(false, SETTLE_MARGIN_NS);
@@ -350,8 +369,11 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     let (cost, launches) = cupti::this_slot();
                     let next = traced.slot_ended(clock::unix_ns(), cost, launches);
                     if next.slots == 1 {
-                        cupti::switch_traced_kinds(true);
-                        traced.turned_on(clock::unix_ns());
+                        if cupti::switch_traced_kinds(true) {
+                            traced.turned_on(clock::unix_ns());
+                        } else {
+                            held_back = true;
+                        }
                     } else if next.detach {
                         cupti::detach();
                     }
@@ -377,9 +399,15 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                 um.turned_on(clock::unix_ns());
             }
         }
+        if held_back {
+            duty.retry_at = clock::unix_ns() + HOLD_RETRY_NS;
+        }
         let unix = clock::unix_ns();
-        for d in [&duty.traced, &duty.unified_memory].into_iter().flatten() {
-            wake = wake.min(now + d.wake_at().saturating_sub(unix));
+        if let Some(traced) = &duty.traced {
+            wake = wake.min(now + traced.wake_at().max(duty.retry_at).saturating_sub(unix));
+        }
+        if let Some(um) = &duty.unified_memory {
+            wake = wake.min(now + um.wake_at().saturating_sub(unix));
         }
         std::thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
     }

@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -80,11 +80,24 @@ fn knobs() -> &'static HashMap<String, Knob> {
     })
 }
 
+/// Calls inside their delay now, but those that wait for the GPU (a sync): what a CUPTI
+/// switch must not overlap (`fakecuda_calls_in_flight`, read by the fake libcupti).
+static CALLS_IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
+
+#[no_mangle]
+pub extern "C" fn fakecuda_calls_in_flight() -> u64 {
+    CALLS_IN_FLIGHT.load(SeqCst)
+}
+
 /// What every fake entry point does: honour the knobs for its exact name.
 fn enter(name: &str) -> CUresult {
     let Some(knob) = knobs().get(name) else {
         return 0;
     };
+    let waits = name.contains("Synchronize");
+    if !waits {
+        CALLS_IN_FLIGHT.fetch_add(1, SeqCst);
+    }
     if !knob.delay.is_zero() {
         if knob.delay > Duration::from_micros(50) {
             std::thread::sleep(knob.delay);
@@ -94,6 +107,9 @@ fn enter(name: &str) -> CUresult {
                 std::hint::spin_loop();
             }
         }
+    }
+    if !waits {
+        CALLS_IN_FLIGHT.fetch_sub(1, SeqCst);
     }
     let n = knob.calls.fetch_add(1, Relaxed);
     if knob.fail_code != 0 && n < knob.fail_first {

@@ -106,9 +106,34 @@ fn enable_takes() -> std::time::Duration {
     std::time::Duration::from_micros(us)
 }
 
+/// Switches of a traced kind made while the fake libcuda had a call in flight (the real
+/// CUPTI crashed PyTorch's backward pass when its kinds were switched so).
+static SWITCHES_IN_CALLS: AtomicU64 = AtomicU64::new(0);
+
+fn note_switch(kind: u32) {
+    type InFlight = unsafe extern "C" fn() -> u64;
+    if kind == KIND_UNIFIED_MEMORY_COUNTER {
+        return;
+    }
+    // SAFETY: looked up by name in the process; the fake libcuda's function of that name.
+    let in_flight = unsafe { dlsym(std::ptr::null_mut(), c"fakecuda_calls_in_flight".as_ptr()) };
+    // SAFETY: that function's signature.
+    if !in_flight.is_null()
+        && unsafe { std::mem::transmute::<*mut c_void, InFlight>(in_flight)() } > 0
+    {
+        SWITCHES_IN_CALLS.fetch_add(1, Relaxed);
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn fakecupti_switches_in_calls() -> u64 {
+    SWITCHES_IN_CALLS.load(Acquire)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> u32 {
     called_while_finalized();
+    note_switch(kind);
     if kind == KIND_UNIFIED_MEMORY_COUNTER && !UM_CONFIGURED.load(Acquire) {
         return NOT_COMPATIBLE;
     }
@@ -125,6 +150,7 @@ pub unsafe extern "C" fn cuptiActivityEnable(kind: u32) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityDisable(kind: u32) -> u32 {
     called_while_finalized();
+    note_switch(kind);
     if kind == KIND_CONCURRENT_KERNEL
         && std::env::var_os("FAKECUPTI_KERNELS_STOP").is_some()
         && !KERNELS_STOPPED_ONCE.swap(true, AcqRel)
@@ -207,6 +233,7 @@ struct libc_timespec {
 
 extern "C" {
     fn clock_gettime(clock: i32, t: *mut libc_timespec) -> i32;
+    fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
 }
 
 #[no_mangle]
