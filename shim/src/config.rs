@@ -59,7 +59,10 @@ impl Config {
         let [flush, hang, nvml] = [env::FLUSH_S, env::HANG_S, env::NVML_MS].map(|p| p.from_env());
         if enabled {
             // Read once, so each bad value is said once; a disabled shim says nothing.
-            for warning in [&flush, &hang, &nvml].into_iter().filter_map(|r| r.warning.as_ref()) {
+            for warning in [&flush, &hang, &nvml]
+                .into_iter()
+                .filter_map(|r| r.warning.as_ref())
+            {
                 let _ = writeln!(std::io::stderr(), "gpuspy: {warning}");
             }
         }

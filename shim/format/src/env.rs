@@ -252,7 +252,10 @@ mod tests {
         }
         let r = NVML_MS.parse(Some("-5"));
         assert_eq!(r.period, Some(Duration::from_millis(100)));
-        assert!(r.warning.unwrap().ends_with("period in ms: using the default, 100 ms"));
+        assert!(r
+            .warning
+            .unwrap()
+            .ends_with("period in ms: using the default, 100 ms"));
     }
 
     #[test]

@@ -574,7 +574,10 @@ fn is_secret_name(name: &str) -> bool {
     let name = name.trim_start_matches(['-', '+', '~']);
     let is_name = !name.is_empty()
         && (name.bytes()).all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    is_name && SECRET_WORDS.iter().any(|w| w.eq_ignore_ascii_case(last_word(name)))
+    is_name
+        && SECRET_WORDS
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(last_word(name)))
 }
 
 /// The last word of a name: after its last `-`, `_` or `.`, and after its last change from
@@ -804,7 +807,10 @@ mod tests {
             // A user alone, a port, and a `@` after the authority are no password.
             ("ssh://git@github.com/o/r", "ssh://git@github.com/o/r"),
             ("http://host:8080/a@b:c", "http://host:8080/a@b:c"),
-            ("http://host:8080 me@example.com", "http://host:8080 me@example.com"),
+            (
+                "http://host:8080 me@example.com",
+                "http://host:8080 me@example.com",
+            ),
             ("no url: a@b", "no url: a@b"),
             ("://:x@", "://:<redacted>@"),
             ("ünï://ü:ß@ħ", "ünï://ü:<redacted>@ħ"),
