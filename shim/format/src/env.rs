@@ -98,7 +98,7 @@ impl Period {
         let unit = self.unit.symbol();
         let (name, shown) = (self.name, text.escape_debug());
         match text.parse::<f64>() {
-            Ok(v) if v == 0.0 => Reading {
+            Ok(0.0) => Reading {
                 period: None,
                 warning: None,
             },
