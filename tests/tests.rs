@@ -48,6 +48,9 @@ mod run;
 /// The time axis of a dump: host windows that sum to the totals, blocking events, calls in
 /// progress at a signal.
 mod timeline;
+/// What a program's environment controls: numbers no period has in `GPUSPY_*` variables,
+/// host names that are no file name, secrets in any form of the command line.
+mod untrusted_input;
 /// The HTML pages in headless Chromium, and the Perfetto traces.
 mod views;
 /// The pip wheel's contract: the shim's glibc needs within the wheel's manylinux tag, the

@@ -4,6 +4,8 @@
 //! them, `GPUSPY_IMAGE` and `GPUSPY_OUT`, into the next image's environment.) The README
 //! documents each variable and its default.
 
+use gpuspy_format::env;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -13,7 +15,8 @@ use std::time::Duration;
 pub struct Config {
     /// `GPUSPY_OUT`: absolute unless the working directory could not be read at load time.
     pub out_dir: PathBuf,
-    /// `GPUSPY_FLUSH_S`: None writes at exit only.
+    /// `GPUSPY_FLUSH_S` (default 10, `gpuspy_format::env` gives each period's range): None
+    /// writes at exit only.
     pub flush_every: Option<Duration>,
     /// `GPUSPY_DISABLE` unset or `0`.
     pub enabled: bool,
@@ -31,7 +34,7 @@ pub struct Config {
     pub record_args: bool,
     /// `GPUSPY_FSYNC=0`: skip the `fsync` of each dump and its directory.
     pub fsync: bool,
-    /// `GPUSPY_NVML_MS`: NVML sampling period, None when `0` turns NVML off.
+    /// `GPUSPY_NVML_MS` (default 100): NVML sampling period, None when `0` turns NVML off.
     pub nvml_every: Option<Duration>,
     /// `GPUSPY_CUPTI`: `0` off, `full` every record, anything else (unset) sampled.
     pub cupti: CuptiMode,
@@ -48,33 +51,33 @@ pub struct Config {
 impl Config {
     fn from_env() -> Config {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let flush_s = var("GPUSPY_FLUSH_S")
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .unwrap_or(10.0);
         let out_dir = var("GPUSPY_OUT").map_or_else(|| PathBuf::from("gpuspy-out"), PathBuf::from);
-        let nvml_ms = var("GPUSPY_NVML_MS")
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(100);
-        let hang_s = var("GPUSPY_HANG_S")
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .unwrap_or(300.0);
         let prom_dir = std::env::var_os("GPUSPY_PROM_DIR")
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
+        let enabled = var("GPUSPY_DISABLE").is_none_or(|v| v == "0");
+        let [flush, hang, nvml] = [env::FLUSH_S, env::HANG_S, env::NVML_MS].map(|p| p.from_env());
+        if enabled {
+            // Read once, so each bad value is said once; a disabled shim says nothing.
+            for warning in [&flush, &hang, &nvml]
+                .into_iter()
+                .filter_map(|r| r.warning.as_ref())
+            {
+                let _ = writeln!(std::io::stderr(), "gpuspy: {warning}");
+            }
+        }
         Config {
             prom_dir: prom_dir.map(|d| std::path::absolute(&d).unwrap_or(d)),
-            hang_after: (hang_s > 0.0).then(|| Duration::from_secs_f64(hang_s)),
+            hang_after: hang.period,
             out_dir: std::path::absolute(&out_dir).unwrap_or(out_dir),
-            flush_every: (flush_s > 0.0).then(|| Duration::from_secs_f64(flush_s)),
-            enabled: var("GPUSPY_DISABLE").is_none_or(|v| v == "0"),
+            flush_every: flush.period,
+            enabled,
             force_monotonic: var("GPUSPY_CLOCK").is_some_and(|v| v == "monotonic"),
             run_token: var("GPUSPY_RUN_TOKEN"),
             image: var("GPUSPY_IMAGE").and_then(|v| image_of(&v, std::process::id())),
             record_args: var("GPUSPY_CMDLINE").is_none_or(|v| v != "0"),
             fsync: var("GPUSPY_FSYNC").is_none_or(|v| v != "0"),
-            nvml_every: (nvml_ms != 0).then(|| Duration::from_millis(nvml_ms.max(10))),
+            nvml_every: nvml.period,
             cupti: match var("GPUSPY_CUPTI").as_deref() {
                 Some("0") => CuptiMode::Off,
                 Some("full") => CuptiMode::Full,

@@ -500,12 +500,13 @@ fn cvt(result: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// `gpuspy-<host>-<pid>.json`, or `gpuspy-r<rank>-<host>-<pid>.json` in a distributed job
+/// `gpuspy-<host>-<pid>.json` (the host as `gpuspy_format::file_safe` spells it), or
+/// `gpuspy-r<rank>-<host>-<pid>.json` in a distributed job
 /// (the pid stays: DataLoader workers inherit their rank's variables), with `-exec<n>` after
 /// the pid for the image after the n-th `exec`, and `-restart<n>` added after a
 /// torchelastic restart.
 fn dump_name(p: &Process) -> String {
-    let host = &p.host;
+    let host = gpuspy_format::file_safe(&p.host);
     let pid = match p.image {
         0 => p.pid.to_string(),
         n => format!("{}-exec{n}", p.pid),

@@ -300,15 +300,10 @@ struct FindingWriter {
 impl FindingWriter {
     fn start(dir: PathBuf, out: PathBuf, before: BTreeMap<PathBuf, FileId>, token: String) -> Self {
         use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-        // The shim's flush period (GPUSPY_FLUSH_S, 10 s unless set).
-        let every = std::env::var("GPUSPY_FLUSH_S")
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map_or(
-                std::time::Duration::from_secs(10),
-                std::time::Duration::from_secs_f64,
-            );
+        // The shim's flush period (the shim in CMD warns about a bad value); with periodic
+        // dumps off, only a hang writes one before the end: looked for every 10 s.
+        let every = (gpuspy_format::env::FLUSH_S.from_env().period)
+            .unwrap_or(std::time::Duration::from_secs(10));
         let identity = gpuspy_format::prom::Identity {
             host: crate::side_files::hostname(),
             rank: None,
@@ -317,7 +312,8 @@ impl FindingWriter {
         };
         let file = dir.join(format!(
             "gpuspy-run-{}-{}.prom",
-            identity.pid, identity.host
+            identity.pid,
+            gpuspy_format::file_safe(&identity.host)
         ));
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let (stopped, path) = (stop.clone(), file.clone());

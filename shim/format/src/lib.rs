@@ -18,6 +18,7 @@ pub const SCHEMA_NAME: &str = "gpuspy-dump";
 pub mod apis;
 pub mod callsites;
 pub mod cap;
+pub mod env;
 pub mod gpu;
 pub mod hist;
 pub mod prom;
@@ -500,54 +501,134 @@ pub fn parse_dump(text: &str) -> Result<Dump, String> {
     Ok(dump)
 }
 
+/// A host name as part of a file name (dumps, temp files, Prometheus textfiles): anything
+/// but letters, digits, `.`, `-` and `_` becomes `_`, so that a container's host name with
+/// `/` or spaces still names one file in the directory meant. The dump keeps the real name.
+pub fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// What stands in for a redacted argument value.
 pub const REDACTED: &str = "<redacted>";
 
-/// The command line with the values of secret-looking options replaced by `REDACTED`: an
-/// option whose name's last `-` or `_` separated word is password, passwd, secret, token,
-/// key, apikey, credential or credentials, in both `--name=value` and `--name value` forms.
-/// `--tokenizer` and `--max-tokens` are not secrets. The shim applies it before anything is
-/// stored; the CLI applies it again to dumps written before it existed.
+/// The command line with secrets replaced by `REDACTED`, in four forms: `--name=value`,
+/// `--name value` (the next argument), `NAME=value` assignments (`env HF_TOKEN=...`,
+/// Hydra's `db.password=...`), and the password of every URL's `user:password@`. A name is
+/// secret when its last word (`secret_word`) is one of `SECRET_WORDS`: `--api-key`,
+/// `--db-pass`, `--pwd`, `--auth`, `AWS_SECRET_ACCESS_KEY`, `hfToken`; not `--monkey`,
+/// `--keyboard-layout`, `--tokenizer`, `--max-tokens` or `--pad_token_id`. The shim applies
+/// it once, when it first records the process, never per call; the CLI applies it again to
+/// dumps written before a form existed, and a second pass changes nothing.
 pub fn redact_cmdline(args: &[String]) -> Vec<String> {
-    const SECRET_WORDS: [&str; 8] = [
-        "password",
-        "passwd",
-        "secret",
-        "token",
-        "key",
-        "apikey",
-        "credential",
-        "credentials",
-    ];
-    let is_secret_option = |name: &str| {
-        let Some(name) = name.strip_prefix('-') else {
-            return false;
-        };
-        let last = name
-            .trim_start_matches('-')
-            .rsplit(['-', '_'])
-            .next()
-            .unwrap_or_default();
-        SECRET_WORDS.contains(&last.to_ascii_lowercase().as_str())
-    };
     let mut out = Vec::with_capacity(args.len());
     let mut value_follows = false;
     for arg in args {
-        if value_follows {
-            value_follows = false;
+        if std::mem::take(&mut value_follows) {
             out.push(REDACTED.to_string());
             continue;
         }
-        match arg.split_once('=') {
-            Some((name, _)) if is_secret_option(name) => out.push(format!("{name}={REDACTED}")),
-            None if is_secret_option(arg) => {
+        out.push(match arg.split_once('=') {
+            Some((name, _)) if is_secret_name(name) => format!("{name}={REDACTED}"),
+            None if arg.starts_with('-') && is_secret_name(arg) => {
                 value_follows = true;
-                out.push(arg.clone());
+                arg.clone()
             }
-            _ => out.push(arg.clone()),
-        }
+            _ => redact_url_passwords(arg).into_owned(),
+        });
     }
     out
+}
+
+/// The words that make a name secret, compared without case.
+const SECRET_WORDS: [&str; 17] = [
+    "pass",
+    "passwd",
+    "password",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "credential",
+    "credentials",
+    "apikey",
+    "apitoken",
+    "authtoken",
+    "accesstoken",
+    "secretkey",
+    "privatekey",
+];
+
+/// An option or variable name (`--api-key`, `HF_TOKEN`, `+db.password`) whose last word is
+/// a secret word. Anything with other characters (a path, a URL) is no name.
+fn is_secret_name(name: &str) -> bool {
+    let name = name.trim_start_matches(['-', '+', '~']);
+    let is_name = !name.is_empty()
+        && (name.bytes()).all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    is_name
+        && SECRET_WORDS
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(last_word(name)))
+}
+
+/// The last word of a name: after its last `-`, `_` or `.`, and after its last change from
+/// lower to upper case (`apiKey`: `Key`; `HF_TOKEN`: `TOKEN`; `APIKey`: `APIKey`). Only the
+/// last word counts, as the thing an option names is its last word: `--pad-token-id` is an
+/// id, `--key-dim` a size.
+fn last_word(name: &str) -> &str {
+    let word = name.rsplit(['-', '_', '.']).next().unwrap_or(name);
+    let b = word.as_bytes();
+    let start = (1..b.len())
+        .rev()
+        .find(|&i| b[i - 1].is_ascii_lowercase() && b[i].is_ascii_uppercase())
+        .unwrap_or(0);
+    &word[start..]
+}
+
+/// `arg` with the password of each URL's `scheme://user:password@host` replaced by
+/// `REDACTED` (the user stays: `ssh://git@host` has no secret), borrowed when there is none.
+fn redact_url_passwords(arg: &str) -> std::borrow::Cow<'_, str> {
+    let mut redacted: Option<String> = None;
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = arg[from..].find("://") {
+        let start = from + found + 3;
+        // Resumed here, not after the authority: a list (`a://h1,b://u:p@h2`) has another
+        // URL inside what looks like this one's authority.
+        from = start;
+        let rest = &arg[start..];
+        let end = rest.find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace());
+        let authority = &rest[..end.unwrap_or(rest.len())];
+        let Some(at) = authority.rfind('@') else {
+            continue;
+        };
+        let Some(colon) = authority[..at].find(':') else {
+            continue;
+        };
+        if authority[colon + 1..at] == *REDACTED {
+            continue;
+        }
+        let text = redacted.get_or_insert_with(|| String::with_capacity(arg.len()));
+        text.push_str(&arg[copied..start + colon + 1]);
+        text.push_str(REDACTED);
+        copied = start + at;
+    }
+    match redacted {
+        Some(mut text) => {
+            text.push_str(&arg[copied..]);
+            text.into()
+        }
+        None => arg.into(),
+    }
 }
 
 /// The API family of an exact exported symbol: version and stream suffixes removed,
@@ -621,29 +702,33 @@ mod tests {
         assert_eq!(Rank::from_env(&env(&[("HOME", "/root")])), None);
     }
 
+    fn redacted(args: &[&str]) -> Vec<String> {
+        redact_cmdline(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
     #[test]
-    fn secret_option_values_are_redacted_and_look_alikes_kept() {
-        let args: Vec<String> = [
-            "train.py",
-            "--password=hunter2",
-            "--api-key",
-            "abc",
-            "--HF_TOKEN=t",
-            "-secret",
-            "s",
-            "--tokenizer",
-            "gpt2",
-            "--max-tokens=5",
-            "--keys=k",
-            "--db_passwd",
-            "p",
-            "password",
-            "--token",
-        ]
-        .map(String::from)
-        .to_vec();
+    fn secret_option_values_are_redacted_in_both_forms() {
         assert_eq!(
-            redact_cmdline(&args),
+            redacted(&[
+                "train.py",
+                "--password=hunter2",
+                "--api-key",
+                "abc",
+                "--HF_TOKEN=t",
+                "-secret",
+                "s",
+                "--db-pass=p1",
+                "--pwd=p2",
+                "--auth=p3",
+                "--db_passwd",
+                "p4",
+                "--apiKey=p5",
+                "--accessToken",
+                "p6",
+                "--client-credentials=p7",
+                "--token=",
+                "--token",
+            ]),
             [
                 "train.py",
                 "--password=<redacted>",
@@ -652,16 +737,134 @@ mod tests {
                 "--HF_TOKEN=<redacted>",
                 "-secret",
                 "<redacted>",
-                "--tokenizer",
-                "gpt2",
-                "--max-tokens=5",
-                "--keys=k",
+                "--db-pass=<redacted>",
+                "--pwd=<redacted>",
+                "--auth=<redacted>",
                 "--db_passwd",
                 "<redacted>",
-                "password",
+                "--apiKey=<redacted>",
+                "--accessToken",
+                "<redacted>",
+                "--client-credentials=<redacted>",
+                "--token=<redacted>",
                 "--token",
             ]
         );
+    }
+
+    #[test]
+    fn assignments_are_redacted_by_their_name() {
+        assert_eq!(
+            redacted(&[
+                "env",
+                "HF_TOKEN=hf_abc",
+                "AWS_SECRET_ACCESS_KEY=wJalr",
+                "AWS_ACCESS_KEY_ID=AKIA1",
+                "db.password=p",
+                "+trainer.auth_token=t",
+                "CUDA_VISIBLE_DEVICES=0,1",
+                "python",
+                "train.py",
+                "lr=0.1",
+            ]),
+            [
+                "env",
+                "HF_TOKEN=<redacted>",
+                "AWS_SECRET_ACCESS_KEY=<redacted>",
+                "AWS_ACCESS_KEY_ID=AKIA1",
+                "db.password=<redacted>",
+                "+trainer.auth_token=<redacted>",
+                "CUDA_VISIBLE_DEVICES=0,1",
+                "python",
+                "train.py",
+                "lr=0.1",
+            ]
+        );
+    }
+
+    #[test]
+    fn url_passwords_are_redacted_and_the_rest_of_the_url_kept() {
+        for (arg, expected) in [
+            (
+                "postgres://admin:s3cr3t@db:5432/app",
+                "postgres://admin:<redacted>@db:5432/app",
+            ),
+            (
+                "--db-url=mysql://u:p@h/d?x=1",
+                "--db-url=mysql://u:<redacted>@h/d?x=1",
+            ),
+            ("redis://:pw@cache", "redis://:<redacted>@cache"),
+            // The last `@` ends the user info: the password may hold one.
+            ("https://u:p@ss@host/x", "https://u:<redacted>@host/x"),
+            (
+                "a://u:p@h1,b://v:q@h2/x",
+                "a://u:<redacted>@h1,b://v:<redacted>@h2/x",
+            ),
+            (
+                "curl http://h1 http://v:q@h2",
+                "curl http://h1 http://v:<redacted>@h2",
+            ),
+            // A user alone, a port, and a `@` after the authority are no password.
+            ("ssh://git@github.com/o/r", "ssh://git@github.com/o/r"),
+            ("http://host:8080/a@b:c", "http://host:8080/a@b:c"),
+            (
+                "http://host:8080 me@example.com",
+                "http://host:8080 me@example.com",
+            ),
+            ("no url: a@b", "no url: a@b"),
+            ("://:x@", "://:<redacted>@"),
+            ("ünï://ü:ß@ħ", "ünï://ü:<redacted>@ħ"),
+        ] {
+            assert_eq!(redacted(&[arg]), [expected], "{arg}");
+        }
+    }
+
+    #[test]
+    fn look_alike_names_are_kept() {
+        let kept = [
+            "train.py",
+            "--monkey=1",
+            "--keyboard-layout",
+            "us",
+            "--tokenizer",
+            "gpt2",
+            "--max-tokens=5",
+            "--max_new_tokens",
+            "64",
+            "--pad_token_id",
+            "0",
+            "--num-key-value-heads=8",
+            "--keys=k",
+            "--passes=3",
+            "--author=me",
+            "password",
+            "monkey=1",
+            "./out/key=1",
+            "s3://bucket/secret=1",
+        ];
+        assert_eq!(redacted(&kept), kept);
+    }
+
+    #[test]
+    fn a_second_pass_changes_nothing() {
+        let args = [
+            "--password=x",
+            "--api-key",
+            "y",
+            "HF_TOKEN=z",
+            "https://u:p@h",
+            "--token",
+        ];
+        let once = redacted(&args);
+        assert_eq!(redact_cmdline(&once), once);
+    }
+
+    #[test]
+    fn file_safe_keeps_one_name_in_one_directory() {
+        assert_eq!(file_safe("gpu-node_7.example"), "gpu-node_7.example");
+        assert_eq!(file_safe("rack/7"), "rack_7");
+        assert_eq!(file_safe("../../etc/x y"), ".._.._etc_x_y");
+        assert_eq!(file_safe("ħost\n"), "_ost_");
     }
 
     #[test]

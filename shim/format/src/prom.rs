@@ -49,7 +49,7 @@ impl Identity {
             Some(rank) => format!("r{rank}"),
             None => format!("p{}", self.pid),
         };
-        format!("gpuspy-{who}-{}.prom", file_safe(&self.host))
+        format!("gpuspy-{who}-{}.prom", crate::file_safe(&self.host))
     }
 
     fn labels(&self) -> Vec<(&'static str, String)> {
@@ -63,20 +63,6 @@ impl Identity {
         }
         labels
     }
-}
-
-/// A host name as part of a file name: anything but letters, digits, `.`, `-` and `_`
-/// becomes `_`.
-pub(crate) fn file_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// The exposition text: families in a fixed order, each `# HELP` and `# TYPE` once.

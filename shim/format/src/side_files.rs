@@ -3,10 +3,10 @@
 //! written to before it is renamed over the dump, and the marker of a dump that could not
 //! be written. Both start with a dot and are never read as dumps.
 
-use crate::prom::file_safe;
+use crate::file_safe;
 
 /// `.gpuspy-<pid>-<n>-<host>.tmp`: the `n`-th temp file of process `pid` on `host` (as file
-/// names spell it, `prom::file_safe`). The writer holds an exclusive `flock` on it while it
+/// names spell it, `file_safe`). The writer holds an exclusive `flock` on it while it
 /// writes; the name says which process to ask about once nobody holds the lock.
 pub fn temp_name(host: &str, pid: u32, n: u32) -> String {
     format!(".gpuspy-{pid}-{n}-{}.tmp", file_safe(host))
