@@ -240,9 +240,13 @@ pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool)
     let written = serde_json::to_vec(&dump)
         .map_err(io::Error::other)
         .and_then(|json| {
-            write_to(&config.out_dir, Holds::Dumps, &json, config.fsync, |dir, tmp| {
-                publish_dump(dir, tmp, &dump.process)
-            })
+            write_to(
+                &config.out_dir,
+                Holds::Dumps,
+                &json,
+                config.fsync,
+                |dir, tmp| publish_dump(dir, tmp, &dump.process),
+            )
         });
     if let Err(e) = written {
         warn_once(&format!(
@@ -395,7 +399,13 @@ fn rename_unless_taken(dir: &OwnedFd, tmp: &CStr, name: &CStr) -> io::Result<()>
     let dir = dir.as_raw_fd();
     // SAFETY: both names are NUL-terminated and relative to the directory we hold open.
     let renamed = cvt(unsafe {
-        libc::renameat2(dir, tmp.as_ptr(), dir, name.as_ptr(), libc::RENAME_NOREPLACE)
+        libc::renameat2(
+            dir,
+            tmp.as_ptr(),
+            dir,
+            name.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
     });
     match renamed {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {

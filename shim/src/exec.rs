@@ -71,9 +71,9 @@ fn prepare(envp: Argv) -> Option<NextEnv> {
     // A value as this image found it is ours to update; any other is the program's.
     let inherited = |bytes: &[u8]| {
         ours.iter().any(|(prefix, _, found)| {
-            bytes.strip_prefix(*prefix).is_some_and(|value| {
-                found.is_some_and(|found| found.as_bytes() == value)
-            })
+            bytes
+                .strip_prefix(*prefix)
+                .is_some_and(|value| found.is_some_and(|found| found.as_bytes() == value))
         })
     };
     let mut pointers: Vec<*const c_char> = entries
@@ -120,8 +120,11 @@ unsafe fn entries<'a>(envp: Argv) -> Vec<(*const c_char, &'a [u8])> {
 /// (ld.so splits the list at colons and spaces).
 fn preloads_the_shim(entry: &[u8]) -> bool {
     entry.strip_prefix(b"LD_PRELOAD=").is_some_and(|list| {
-        list.split(|&b| b == b':' || b == b' ')
-            .any(|path| path.rsplit(|&b| b == b'/').next().is_some_and(|file| file.starts_with(b"libgpuspy")))
+        list.split(|&b| b == b':' || b == b' ').any(|path| {
+            path.rsplit(|&b| b == b'/')
+                .next()
+                .is_some_and(|file| file.starts_with(b"libgpuspy"))
+        })
     })
 }
 

@@ -4,12 +4,11 @@
  *                  (found on PATH), execveat, or syscall (the raw system call, which no
  *                  wrapper sees)
  *   after          7 launches, prints "after exec"
- *   env-empty      1 launch, then "print-env" with an empty environment
- *   env-own        1 launch, then "print-env" with an environment of its own: GPUSPY_OUT,
+ *   env-empty      1 launch, then `env` (which prints its environment) with an empty one
+ *   env-own        1 launch, then `env` with an environment of its own: GPUSPY_OUT,
  *                  GPUSPY_IMAGE and KEPT, and its LD_PRELOAD and LD_LIBRARY_PATH when
  *                  argv[2] is "preloaded"
- *   env-inherited  1 launch, then "print-env" with its own environment
- *   print-env      prints its environment, one variable a line */
+ *   env-inherited  1 launch, then `env` with the environment it was started with */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -38,10 +37,6 @@ static int exec_after(const char *self, const char *form) {
     return 2;
 }
 
-static void print_env(void) {
-    for (char **e = environ; *e; e++) printf("%s\n", *e);
-}
-
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     const char *arg = argc > 2 ? argv[2] : "";
@@ -54,13 +49,9 @@ int main(int argc, char **argv) {
         printf("after exec\n");
         return 0;
     }
-    if (!strcmp(mode, "print-env")) {
-        print_env();
-        return 0;
-    }
     if (!strncmp(mode, "env-", 4)) {
         launches(1);
-        char *args[] = {argv[0], "print-env", 0};
+        char *args[] = {"env", 0};
         char preload[4096], library_path[4096];
         snprintf(preload, sizeof preload, "LD_PRELOAD=%s", getenv("LD_PRELOAD"));
         snprintf(library_path, sizeof library_path, "LD_LIBRARY_PATH=%s", getenv("LD_LIBRARY_PATH"));
@@ -71,7 +62,7 @@ int main(int argc, char **argv) {
             own[4] = library_path;
         }
         char **env = !strcmp(mode, "env-empty") ? empty : !strcmp(mode, "env-own") ? own : environ;
-        execve("/proc/self/exe", args, env);
+        execve("/usr/bin/env", args, env);
         perror("execve");
         return 2;
     }
