@@ -322,9 +322,10 @@ fn the_program_sees_its_own_signal_dispositions() {
             .unwrap();
     let mut seen = String::new();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    while !seen.ends_with("ready\n") {
-        assert_ne!(stdout.read_line(&mut seen).unwrap(), 0, "{seen}");
-    }
+    while !seen.ends_with("ready\n") && stdout.read_line(&mut seen).unwrap() > 0 {}
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(wait(&mut child).signal(), Some(libc::SIGTERM));
     assert_eq!(
         seen,
         "before SIGINT SIG_DFL SIG_DFL SIGTERM SIG_DFL SIG_DFL\n\
@@ -334,13 +335,60 @@ fn the_program_sees_its_own_signal_dispositions() {
          SIGTERM-reset SIGINT own own SIGTERM SIG_DFL SIG_DFL\n\
          ready\n"
     );
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    assert_eq!(wait(&mut child).signal(), Some(libc::SIGTERM));
     let dumps = entries(out.path());
     assert_eq!(dumps.len(), 1, "{dumps:?}");
     let d = dump(&dumps[0]);
     assert_eq!(launches(&d), 10);
+    assert_eq!(d["ended_by"]["signal"], libc::SIGTERM);
+}
+
+/// Python after a CUDA library's first driver call: `signal.getsignal` says what Python
+/// set, and so does a C extension asking `sigaction`; SIGTERM set to SIG_DFL by Python
+/// and sent to itself still leaves the dump.
+const PYTHON_DISPOSITIONS: &str = r#"
+import ctypes, os, signal
+cuda = ctypes.CDLL("libcuda.so.1")
+for _ in range(50):
+    cuda.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None)
+libc = ctypes.CDLL(None, use_errno=True)
+old = ctypes.create_string_buffer(256)  # a struct sigaction; its handler comes first
+assert libc.sigaction(signal.SIGTERM, None, old) == 0, ctypes.get_errno()
+print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+      signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
+      ctypes.c_void_p.from_buffer(old).value is None, flush=True)
+signal.signal(signal.SIGTERM, lambda *_: None)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+os.kill(os.getpid(), signal.SIGTERM)
+"#;
+
+#[test]
+fn python_sees_the_dispositions_it_set() {
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = command(
+        Path::new("python3"),
+        &["-c", PYTHON_DISPOSITIONS],
+        &[("GPUSPY_FLUSH_S", "0")],
+        out.path(),
+    );
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let output = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "True True True\n",
+        "{stderr}"
+    );
+    assert_eq!(output.status.signal(), Some(libc::SIGTERM), "{stderr}");
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    let d = dump(&dumps[0]);
+    assert_eq!(launches(&d), 50);
     assert_eq!(d["ended_by"]["signal"], libc::SIGTERM);
 }
 
