@@ -36,7 +36,12 @@ fn name(path: &Path) -> &str {
 /// (a harness started under nohup or in the background would otherwise pass SIG_IGN on)
 /// and no core files.
 fn hardening(args: &[&str], env: &[(&str, &str)], out: &Path) -> Command {
-    let mut cmd = command(&program("hardening"), args, env, out);
+    with_default_signals("hardening", args, env, out)
+}
+
+/// Test program `name` as `hardening` starts its own.
+fn with_default_signals(name: &str, args: &[&str], env: &[(&str, &str)], out: &Path) -> Command {
+    let mut cmd = command(&program(name), args, env, out);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -152,6 +157,93 @@ fn exec_keeps_both_images_calls() {
     }
 }
 
+/// `execl`, `execle`, `execlp` and `execveat`, which glibc's `execve` wrapper never sees,
+/// keep both images' dumps as `execv` does.
+#[test]
+fn every_exec_form_keeps_both_images_dumps() {
+    let programs = program("images").parent().unwrap().to_path_buf();
+    let path = format!("{}:/usr/bin:/bin", programs.display());
+    for form in ["execl", "execle", "execlp", "execveat"] {
+        let run = run("images", &["exec", form], &[("PATH", &path)]);
+        assert_eq!(run.stdout(), "after exec\n", "{form}");
+        let mut dumps = run.dumps();
+        dumps.sort_by_key(|d| name(d).contains("-exec"));
+        assert_eq!(dumps.len(), 2, "{form}: {dumps:?}");
+        let (first, second) = (dump(&dumps[0]), dump(&dumps[1]));
+        let pid = first["process"]["pid"].as_u64().unwrap();
+        assert!(name(&dumps[0]).ends_with(&format!("-{pid}.json")), "{form}");
+        assert!(
+            name(&dumps[1]).ends_with(&format!("-{pid}-exec1.json")),
+            "{form}"
+        );
+        assert_eq!((launches(&first), launches(&second)), (100, 7), "{form}");
+        assert_eq!(first["ended_by"], "exec", "{form}");
+        assert_eq!(second["start_unix_ns"], first["start_unix_ns"], "{form}");
+        let report = run.report();
+        assert_eq!(count(&report, "cuLaunchKernel"), 107, "{form}");
+        assert_eq!(report["processes"].as_array().unwrap().len(), 1, "{form}");
+    }
+}
+
+/// An `exec` no wrapper sees (the raw system call): the new image does not know it is one,
+/// and writes beside the old image's last periodic flush, never over it.
+#[test]
+fn a_new_image_never_writes_over_a_dump_it_did_not_write() {
+    let run = run(
+        "images",
+        &["exec", "syscall"],
+        &[("GPUSPY_FLUSH_S", "0.01")],
+    );
+    assert_eq!(run.stdout(), "after exec\n");
+    let dumps = run.dumps();
+    assert_eq!(dumps.len(), 2, "{dumps:?}");
+    let (first, second) = (dump(&dumps[0]), dump(&dumps[1]));
+    let pid = first["process"]["pid"].as_u64().unwrap();
+    assert!(name(&dumps[0]).ends_with(&format!("-{pid}.2.json")));
+    assert!(name(&dumps[1]).ends_with(&format!("-{pid}.json")));
+    assert_eq!((launches(&second), launches(&first)), (100, 7));
+    assert_eq!(second["complete"], false, "the old image's periodic flush");
+    assert_eq!(count(&run.report(), "cuLaunchKernel"), 107);
+}
+
+/// The environment a program hands to `exec` is its own: the next image's variables go
+/// only into one that still preloads the shim, and never over the program's own values.
+#[test]
+fn the_environment_handed_to_exec_is_the_programs() {
+    let empty = run("images", &["env-empty"], &[]);
+    assert_eq!(empty.stdout(), "");
+    let own = "GPUSPY_OUT=/own/dir\nGPUSPY_IMAGE=own\nKEPT=1\n";
+    assert_eq!(run("images", &["env-own"], &[]).stdout(), own);
+    // `env` itself runs under the shim then, which claims NVTX injection for itself.
+    let preloaded = run("images", &["env-own", "preloaded"], &[]).stdout();
+    let preloaded: String = preloaded
+        .split_inclusive('\n')
+        .filter(|l| !l.starts_with("NVTX_INJECTION64_PATH="))
+        .collect();
+    assert_eq!(
+        preloaded,
+        format!(
+            "{own}LD_PRELOAD={}\nLD_LIBRARY_PATH={}\n",
+            shim().display(),
+            artifacts().driver_dir.display()
+        )
+    );
+    // Its own environment, as it found it: the next image's number and the directory.
+    let inherited = run("images", &["env-inherited"], &[]);
+    let d = dump(&inherited.dumps()[0]);
+    let image = format!(
+        "GPUSPY_IMAGE={}:1:{}",
+        d["process"]["pid"], d["start_unix_ns"]
+    );
+    let out = format!("GPUSPY_OUT={}", inherited.out_dir.path().display());
+    let stdout = inherited.stdout();
+    let ours: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("GPUSPY_IMAGE=") || l.starts_with("GPUSPY_OUT="))
+        .collect();
+    assert_eq!(ours, [image.as_str(), out.as_str()], "{stdout}");
+}
+
 #[test]
 fn a_relative_output_directory_stays_where_the_program_started() {
     for mode in ["chdir", "chdir-exec"] {
@@ -215,6 +307,89 @@ fn a_fatal_signal_keeps_the_dump_and_the_same_wait_status() {
         assert_eq!(d["ended_by"]["signal"], signal);
         assert_eq!(d["complete"], true);
     }
+}
+
+/// The program sees the dispositions it set: after the first driver call SIGINT and SIGTERM
+/// still read SIG_DFL, through `sigaction` and `signal`, also as the disposition a new
+/// handler replaced; and with SIGTERM set to SIG_DFL again, SIGTERM still leaves the dump.
+#[test]
+fn the_program_sees_its_own_signal_dispositions() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child =
+        with_default_signals("dispositions", &[], &[("GPUSPY_FLUSH_S", "0")], out.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut seen = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    while !seen.ends_with("ready\n") && stdout.read_line(&mut seen).unwrap() > 0 {}
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(wait(&mut child).signal(), Some(libc::SIGTERM));
+    assert_eq!(
+        seen,
+        "before SIGINT SIG_DFL SIG_DFL SIGTERM SIG_DFL SIG_DFL\n\
+         after-first-call SIGINT SIG_DFL SIG_DFL SIGTERM SIG_DFL SIG_DFL\n\
+         replaced-SIGINT SIG_DFL\n\
+         own-SIGINT SIGINT own own SIGTERM SIG_DFL SIG_DFL\n\
+         SIGTERM-reset SIGINT own own SIGTERM SIG_DFL SIG_DFL\n\
+         ready\n"
+    );
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    let d = dump(&dumps[0]);
+    assert_eq!(launches(&d), 10);
+    assert_eq!(d["ended_by"]["signal"], libc::SIGTERM);
+}
+
+/// Python after a CUDA library's first driver call: `signal.getsignal` says what Python
+/// set, and so does a C extension asking `sigaction`; SIGTERM set to SIG_DFL by Python
+/// and sent to itself still leaves the dump.
+const PYTHON_DISPOSITIONS: &str = r#"
+import ctypes, os, signal
+cuda = ctypes.CDLL("libcuda.so.1")
+for _ in range(50):
+    cuda.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None)
+libc = ctypes.CDLL(None, use_errno=True)
+old = ctypes.create_string_buffer(256)  # a struct sigaction; its handler comes first
+assert libc.sigaction(signal.SIGTERM, None, old) == 0, ctypes.get_errno()
+print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+      signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
+      ctypes.c_void_p.from_buffer(old).value is None, flush=True)
+signal.signal(signal.SIGTERM, lambda *_: None)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+os.kill(os.getpid(), signal.SIGTERM)
+"#;
+
+#[test]
+fn python_sees_the_dispositions_it_set() {
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = command(
+        Path::new("python3"),
+        &["-c", PYTHON_DISPOSITIONS],
+        &[("GPUSPY_FLUSH_S", "0")],
+        out.path(),
+    );
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let output = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "True True True\n",
+        "{stderr}"
+    );
+    assert_eq!(output.status.signal(), Some(libc::SIGTERM), "{stderr}");
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    let d = dump(&dumps[0]);
+    assert_eq!(launches(&d), 50);
+    assert_eq!(d["ended_by"]["signal"], libc::SIGTERM);
 }
 
 /// Python after an unhandled KeyboardInterrupt: atexit handlers, then SIGINT back to the

@@ -329,7 +329,8 @@ fn copies_of_one_dump_under_other_names_count_once() {
     assert_eq!(
         stderr,
         "gpuspy: note: left out 2 dump(s) of a process image another file holds too (same host, \
-         pid, start time, run token and image): each image counts once, from its latest dump\n"
+         pid, start time, first call, run token and image): each image counts once, from its \
+         latest dump\n"
     );
     let merged: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -342,7 +343,8 @@ fn copies_of_one_dump_under_other_names_count_once() {
 }
 
 /// A periodic flush copied away and the image's last dump: the last one is read, whichever
-/// is named first; another image or another run of the same pid is not a copy.
+/// is named first; another image or another run of the same pid is not a copy, nor is an
+/// image that took another's number (its first call is its own).
 #[test]
 fn of_one_image_s_dumps_the_latest_is_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -366,4 +368,10 @@ fn of_one_image_s_dumps_the_latest_is_read() {
     write_dump(dir.path(), "gpuspy-d-other.json", &other_run);
     let r = report_json(&[dir.path()]);
     assert_eq!(count(&r, "cuLaunchKernel"), 110);
+    let mut same_number = crafted_dump(9, 0, 14, 4);
+    same_number.process.image = 1;
+    same_number.first_call_unix_ns += 12_500_000_000;
+    write_dump(dir.path(), "gpuspy-c-exec1.2.json", &same_number);
+    let r = report_json(&[dir.path()]);
+    assert_eq!(count(&r, "cuLaunchKernel"), 114);
 }

@@ -1,11 +1,13 @@
 //! Every `GPUSPY_*` variable, read once into a frozen `Config`: by the load-time
 //! constructor (lifecycle.rs), before the program can `chdir` or change its environment.
 //! Nothing else in the shim reads a `GPUSPY_*` variable. (The exec wrappers write two of
-//! them, `GPUSPY_IMAGE` and `GPUSPY_OUT`, into the next image's environment.) The README
+//! them, `GPUSPY_IMAGE` and `GPUSPY_OUT`, into the next image's environment, where the
+//! program left them as `Config::inherited` says this image found them.) The README
 //! documents each variable and its default.
 
 use gpuspy_format::env;
 use std::io::Write;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -46,6 +48,16 @@ pub struct Config {
     /// `GPUSPY_HANG_S` (default 300): a call in flight this long is a hang; None when `0`
     /// turns the watchdog off.
     pub hang_after: Option<Duration>,
+    /// `GPUSPY_IMAGE` and `GPUSPY_OUT` exactly as this image found them.
+    pub inherited: Inherited,
+}
+
+/// The variables the exec wrappers set for the next image, as this image's environment
+/// had them: a value the program has changed since is its own, and passed on as it is.
+#[derive(Debug)]
+pub struct Inherited {
+    pub image: Option<OsString>,
+    pub out: Option<OsString>,
 }
 
 impl Config {
@@ -88,6 +100,10 @@ impl Config {
             cupti_path: std::env::var_os("GPUSPY_CUPTI_PATH")
                 .filter(|p| !p.is_empty())
                 .map(PathBuf::from),
+            inherited: Inherited {
+                image: std::env::var_os("GPUSPY_IMAGE"),
+                out: std::env::var_os("GPUSPY_OUT"),
+            },
         }
     }
 }

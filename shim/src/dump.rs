@@ -10,13 +10,13 @@ use gpuspy_format::{
     hist, prom, ApiRecord, CopyRecord, Direction, Dump, Ending, HostKind, Process, Rank, SyncCause,
     SyncRecord, SCHEMA_NAME, SCHEMA_VERSION,
 };
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::OnceLock;
 
 /// The parts of the header that do not change over a process's life.
@@ -228,7 +228,7 @@ fn copy_records(blocks: &[ThreadStats]) -> Vec<CopyRecord> {
 static WRITE_SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Writes the dump atomically: a private temp file (never following a symlink, never
-/// world-writable), flushed to disk, renamed over `gpuspy-<host>-<pid>.json`. With
+/// world-writable), flushed to disk, renamed to its name (`publish_dump`). With
 /// `GPUSPY_PROM_DIR`, the Prometheus textfile too, the same way; the `last` write of the
 /// process removes it instead, so that no file outlives its process as if it were live.
 pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool) {
@@ -243,9 +243,9 @@ pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool)
             write_to(
                 &config.out_dir,
                 Holds::Dumps,
-                &dump_name(&dump.process),
                 &json,
                 config.fsync,
+                |dir, tmp| publish_dump(dir, tmp, &dump.process),
             )
         });
     if let Err(e) = written {
@@ -264,7 +264,9 @@ pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool)
             remove_from(dir, &name)
         } else {
             let text = prom::render(&dump, &identity);
-            write_to(dir, Holds::Metrics, &name, text.as_bytes(), false)
+            write_to(dir, Holds::Metrics, text.as_bytes(), false, |dir, tmp| {
+                rename_over(dir, tmp, &c_name(&name)?)
+            })
         };
         if let Err(e) = done {
             warn_once(&format!(
@@ -317,8 +319,15 @@ fn remove_from(dir: &Path, name: &str) -> io::Result<()> {
     }
 }
 
-/// Writes `bytes` to `dir/name` atomically (a temp file renamed over it).
-fn write_to(dir: &Path, holds: Holds, name: &str, bytes: &[u8], fsync: bool) -> io::Result<()> {
+/// Writes `bytes` to a temp file in `dir` and hands it to `publish`, which gives it its
+/// name (so no reader sees it half written).
+fn write_to(
+    dir: &Path,
+    holds: Holds,
+    bytes: &[u8],
+    fsync: bool,
+    publish: impl FnOnce(&OwnedFd, &CStr) -> io::Result<()>,
+) -> io::Result<()> {
     within_file_size_limit(bytes.len())?;
     let dir = open_out_dir(dir, holds)?;
     let (tmp, mut file) = create_temp(&dir, holds.mode())?;
@@ -326,20 +335,8 @@ fn write_to(dir: &Path, holds: Holds, name: &str, bytes: &[u8], fsync: bool) -> 
         .write_all(bytes)
         .and_then(|_| if fsync { file.sync_all() } else { Ok(()) });
     // `file` stays open, and so locked (`create_temp`), until the temp name is gone.
-    let name = c_name(name)?;
-    // SAFETY: both names are NUL-terminated and relative to the directory we hold open.
-    let renamed = written.and_then(|_| {
-        cvt(unsafe {
-            libc::renameat(
-                dir.as_raw_fd(),
-                tmp.as_ptr(),
-                dir.as_raw_fd(),
-                name.as_ptr(),
-            )
-        })
-    });
-    if let Err(e) = renamed {
-        // SAFETY: as above.
+    if let Err(e) = written.and_then(|_| publish(&dir, &tmp)) {
+        // SAFETY: a NUL-terminated name relative to the directory we hold open.
         unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
         return Err(e);
     }
@@ -349,6 +346,78 @@ fn write_to(dir: &Path, holds: Holds, name: &str, bytes: &[u8], fsync: bool) -> 
         cvt(unsafe { libc::fsync(dir.as_raw_fd()) })?;
     }
     Ok(())
+}
+
+/// Renames `tmp` to `name` in `dir`, over whatever is there.
+fn rename_over(dir: &OwnedFd, tmp: &CStr, name: &CStr) -> io::Result<()> {
+    let dir = dir.as_raw_fd();
+    // SAFETY: both names are NUL-terminated and relative to the directory we hold open.
+    cvt(unsafe { libc::renameat(dir, tmp.as_ptr(), dir, name.as_ptr()) }).map(drop)
+}
+
+/// The dump name this process claimed with its first dump: its pid in the high half, in
+/// the low which of its names (`dump_name`'s `copy`); 0 before. An image after `exec` has
+/// new memory and a fork child another pid: each claims its own.
+static CLAIMED: AtomicU64 = AtomicU64::new(0);
+/// How many names a process tries before it gives up on writing its dump.
+const MAX_COPIES: u32 = 1_000;
+
+/// Gives the temp file its dump name: the one this process claimed, else the first of
+/// `dump_name`'s copies that is free, which it claims. A dump this process did not write
+/// is never replaced: the image after an `exec` that no wrapper saw has the same pid and
+/// knows no better name, and the pid of a process long gone comes round again.
+fn publish_dump(dir: &OwnedFd, tmp: &CStr, process: &Process) -> io::Result<()> {
+    let pid = u64::from(process.pid);
+    let claimed = CLAIMED.load(Relaxed);
+    if claimed >> 32 == pid {
+        return rename_over(dir, tmp, &c_name(dump_name(process, claimed as u32))?);
+    }
+    for copy in 1..=MAX_COPIES {
+        match rename_unless_taken(dir, tmp, &c_name(dump_name(process, copy))?) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+            Ok(()) => {
+                CLAIMED.store(pid << 32 | u64::from(copy), Relaxed);
+                return Ok(());
+            }
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{} and the next {} names after it are taken",
+            dump_name(process, 1),
+            MAX_COPIES - 1
+        ),
+    ))
+}
+
+/// Renames `tmp` to `name` in `dir` unless `name` exists (`EEXIST`): `renameat2` with
+/// `RENAME_NOREPLACE`, or where the file system or kernel has no such rename (NFS, Linux
+/// before 3.15), a hard link, which fails the same way, and the temp name's removal.
+fn rename_unless_taken(dir: &OwnedFd, tmp: &CStr, name: &CStr) -> io::Result<()> {
+    let dir = dir.as_raw_fd();
+    // SAFETY: both names are NUL-terminated and relative to the directory we hold open.
+    let renamed = cvt(unsafe {
+        libc::renameat2(
+            dir,
+            tmp.as_ptr(),
+            dir,
+            name.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    });
+    match renamed {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+            // SAFETY: as above.
+            cvt(unsafe { libc::linkat(dir, tmp.as_ptr(), dir, name.as_ptr(), 0) })?;
+            // The dump is in place: a temp name left behind is removed by the CLI.
+            // SAFETY: as above.
+            unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+            Ok(())
+        }
+        other => other.map(drop),
+    }
 }
 
 /// A write past `ulimit -f` would raise SIGXFSZ, which kills the program: refuse it first.
@@ -504,12 +573,17 @@ fn cvt(result: libc::c_int) -> io::Result<libc::c_int> {
 /// `gpuspy-r<rank>-<host>-<pid>.json` in a distributed job
 /// (the pid stays: DataLoader workers inherit their rank's variables), with `-exec<n>` after
 /// the pid for the image after the n-th `exec`, and `-restart<n>` added after a
-/// torchelastic restart.
-fn dump_name(p: &Process) -> String {
+/// torchelastic restart. Its `copy` from 2 on ends in `.<copy>.json` (`publish_dump`).
+fn dump_name(p: &Process, copy: u32) -> String {
     let host = gpuspy_format::file_safe(&p.host);
     let pid = match p.image {
         0 => p.pid.to_string(),
         n => format!("{}-exec{n}", p.pid),
+    };
+    let copy = if copy > 1 {
+        format!(".{copy}")
+    } else {
+        String::new()
     };
     match &p.rank {
         Some(r) => {
@@ -518,9 +592,9 @@ fn dump_name(p: &Process) -> String {
                 .filter(|&n| n > 0)
                 .map(|n| format!("-restart{n}"))
                 .unwrap_or_default();
-            format!("gpuspy-r{}-{host}-{pid}{restart}.json", r.rank)
+            format!("gpuspy-r{}-{host}-{pid}{restart}{copy}.json", r.rank)
         }
-        None => format!("gpuspy-{host}-{pid}.json"),
+        None => format!("gpuspy-{host}-{pid}{copy}.json"),
     }
 }
 

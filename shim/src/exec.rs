@@ -1,20 +1,27 @@
 //! `exec` keeps the pid, so the new image would write its dump over the old image's. The
 //! wrappers below write the old image's dump first, then hand the new image
 //! `GPUSPY_IMAGE=<pid>:<n>:<start>`, which names its dumps `...-<pid>-exec<n>.json` and
-//! keeps the process's start time, and the output
-//! directory as the absolute path this image resolved at load (so a `chdir` before the
-//! `exec` does not move it).
+//! keeps the process's start time, and the output directory as the absolute path this
+//! image resolved at load (so a `chdir` before the `exec` does not move it). Should a new
+//! image still find its name taken (an `exec` no wrapper saw: a raw system call), it
+//! writes beside the old dump, never over it (`dump.rs`).
 //!
+//! The environment is the program's: the two variables go into it only while it still
+//! preloads the shim (an empty environment, or one without `LD_PRELOAD`, goes unchanged),
+//! and only where the program left them as this image found them: a value the program set
+//! itself is passed on as it is.
+//!
+//! Wrapped: `execve`, `execv`, `execvp`, `execvpe`, `fexecve` and `execveat` here, and
+//! `execl`, `execle` and `execlp` in exec_variadic.c, which build their argv and call
+//! `execve` or `execvpe` (glibc's call its internal ones, which no preloaded library sees).
 //! Only a process that records does any of this; any other caller (a forked child between
-//! `fork` and `exec`, where allocating is not safe) goes straight to libc. glibc's `execl*`
-//! functions call `execve` internally, not through the symbol table, so they are not seen:
-//! an image that ends in `execl` keeps its data up to its last periodic flush.
+//! `fork` and `exec`, where allocating is not safe) goes straight to libc.
 
 #![allow(clippy::missing_safety_doc)]
 
 use crate::lifecycle;
 use crate::resolve::NextFns;
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 
 type Argv = *const *const c_char;
@@ -23,54 +30,107 @@ extern "C" {
     static environ: *const *const c_char;
 }
 
-/// The environment for the next image: `envp` less our two variables, plus their new values.
-/// Holds the strings the pointer array points into.
+/// The environment for the next image: `envp` with our two variables set. Holds the
+/// strings the pointer array points into.
 struct NextEnv {
-    _ours: [CString; 2],
+    _ours: Vec<CString>,
     pointers: Vec<*const c_char>,
 }
 
-/// The environment to hand the real function: ours where this process records, else the
-/// caller's own.
+/// The environment to hand the real function: ours where this process records and the
+/// program's environment preloads the shim, else the caller's own.
 fn envp_for_next(env: &Option<NextEnv>, envp: Argv) -> Argv {
     env.as_ref().map_or(envp, |e| e.pointers.as_ptr())
 }
 
-/// Writes this image's dump and builds the next image's environment, or None when this
-/// process does not record.
+/// Writes this image's dump, and builds the next image's environment where it needs ours
+/// (None: `envp` goes on unchanged).
 fn prepare(envp: Argv) -> Option<NextEnv> {
     if !lifecycle::owns_process() {
         return None;
     }
     lifecycle::before_exec();
-    let config = lifecycle::config()?;
-    let image = format!("GPUSPY_IMAGE={}", lifecycle::next_image()).into_bytes();
-    let mut out = b"GPUSPY_OUT=".to_vec();
-    out.extend_from_slice(config.out_dir.as_os_str().as_bytes());
-    let ours = [CString::new(image).ok()?, CString::new(out).ok()?];
-    let mut pointers: Vec<*const c_char> = Vec::new();
-    let mut entry = envp;
     // SAFETY: envp is a NULL-terminated array of C strings, per exec's contract.
-    unsafe {
-        while !entry.is_null() && !(*entry).is_null() {
-            let bytes = CStr::from_ptr(*entry).to_bytes();
-            if !bytes.starts_with(b"GPUSPY_IMAGE=") && !bytes.starts_with(b"GPUSPY_OUT=") {
-                pointers.push(*entry);
-            }
-            entry = entry.add(1);
+    let entries = unsafe { entries(envp) };
+    if !entries.iter().any(|&(_, bytes)| preloads_the_shim(bytes)) {
+        return None;
+    }
+    let config = lifecycle::config()?;
+    let ours: [(&[u8], Vec<u8>, Option<&OsStr>); 2] = [
+        (
+            b"GPUSPY_IMAGE=",
+            lifecycle::next_image().into_bytes(),
+            config.inherited.image.as_deref(),
+        ),
+        (
+            b"GPUSPY_OUT=",
+            config.out_dir.as_os_str().as_bytes().to_vec(),
+            config.inherited.out.as_deref(),
+        ),
+    ];
+    // A value as this image found it is ours to update; any other is the program's.
+    let inherited = |bytes: &[u8]| {
+        ours.iter().any(|(prefix, _, found)| {
+            bytes
+                .strip_prefix(*prefix)
+                .is_some_and(|value| found.is_some_and(|found| found.as_bytes() == value))
+        })
+    };
+    let mut pointers: Vec<*const c_char> = entries
+        .iter()
+        .filter(|&&(_, bytes)| !inherited(bytes))
+        .map(|&(pointer, _)| pointer)
+        .collect();
+    let mut added = Vec::new();
+    for (prefix, value, _) in ours {
+        let set = pointers.iter().any(|&p| {
+            // SAFETY: an entry of envp, kept above.
+            unsafe { CStr::from_ptr(p) }.to_bytes().starts_with(prefix)
+        });
+        if !set {
+            added.push(CString::new([prefix, &value].concat()).ok()?);
         }
     }
-    pointers.extend(ours.iter().map(|s| s.as_ptr()));
+    pointers.extend(added.iter().map(|s| s.as_ptr()));
     pointers.push(std::ptr::null());
     Some(NextEnv {
-        _ours: ours,
+        _ours: added,
         pointers,
     })
 }
 
-/// libc's `execve`, `execvpe` and `fexecve`: `exec` often comes in a forked child of a
-/// multi-threaded program, where `dlsym` is not safe.
-pub static NEXT: NextFns<3> = NextFns::new([c"execve", c"execvpe", c"fexecve"]);
+/// The entries of a NULL-terminated environment, each with its bytes.
+///
+/// # Safety
+/// `envp` is null or a NULL-terminated array of C strings that outlive the result.
+unsafe fn entries<'a>(envp: Argv) -> Vec<(*const c_char, &'a [u8])> {
+    let mut entries = Vec::new();
+    let mut entry = envp;
+    // SAFETY: the caller's contract.
+    unsafe {
+        while !entry.is_null() && !(*entry).is_null() {
+            entries.push((*entry, CStr::from_ptr(*entry).to_bytes()));
+            entry = entry.add(1);
+        }
+    }
+    entries
+}
+
+/// Whether an environment entry is an `LD_PRELOAD` that names a `libgpuspy*` library
+/// (ld.so splits the list at colons and spaces).
+fn preloads_the_shim(entry: &[u8]) -> bool {
+    entry.strip_prefix(b"LD_PRELOAD=").is_some_and(|list| {
+        list.split(|&b| b == b':' || b == b' ').any(|path| {
+            path.rsplit(|&b| b == b'/')
+                .next()
+                .is_some_and(|file| file.starts_with(b"libgpuspy"))
+        })
+    })
+}
+
+/// libc's `execve`, `execvpe`, `fexecve` and `execveat`: `exec` often comes in a forked
+/// child of a multi-threaded program, where `dlsym` is not safe.
+pub static NEXT: NextFns<4> = NextFns::new([c"execve", c"execvpe", c"fexecve", c"execveat"]);
 
 fn enosys() -> c_int {
     // SAFETY: this thread's errno.
@@ -81,6 +141,7 @@ fn enosys() -> c_int {
 /// `execve` and `execvpe` alike.
 type ExecFn = unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int;
 type FexecveFn = unsafe extern "C" fn(c_int, Argv, Argv) -> c_int;
+type ExecveatFn = unsafe extern "C" fn(c_int, *const c_char, Argv, Argv, c_int) -> c_int;
 
 #[no_mangle]
 pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
@@ -125,4 +186,21 @@ pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
     let env = prepare(envp);
     // SAFETY: as in execve.
     unsafe { real(fd, argv, envp_for_next(&env, envp)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execveat(
+    dirfd: c_int,
+    path: *const c_char,
+    argv: Argv,
+    envp: Argv,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: libc's execveat (glibc 2.34 and later).
+    let Some(real) = (unsafe { NEXT.get::<ExecveatFn>(3) }) else {
+        return enosys();
+    };
+    let env = prepare(envp);
+    // SAFETY: as in execve.
+    unsafe { real(dirfd, path, argv, envp_for_next(&env, envp), flags) }
 }

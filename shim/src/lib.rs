@@ -27,6 +27,7 @@
 
 mod clock;
 mod config;
+mod dispositions;
 mod doors;
 mod dump;
 mod effect;

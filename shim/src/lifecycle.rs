@@ -45,6 +45,7 @@ extern "C" fn on_load() {
     }
     crate::exec::NEXT.resolve();
     signals::NEXT.resolve();
+    crate::dispositions::NEXT.resolve();
 }
 
 // Not in the shim's own unit tests, which set the environment themselves.

@@ -6,7 +6,7 @@
 //! handles or ignores is left alone, and a handler the program installs later replaces ours
 //! (Python's KeyboardInterrupt, torchrun's SIGTERM handling): the program then exits its own
 //! way and the exit dump is written as usual. `exec` resets the dispositions, so a new image
-//! starts clean.
+//! starts clean. To the program, `on_signal` is the default disposition (dispositions.rs).
 //!
 //! The handler does nothing that is not async-signal-safe: it never allocates, locks or
 //! formats. It wakes the writer thread through its pipe, waits (at most `WAIT`) until the
@@ -25,6 +25,7 @@
 //! process itself, for a signal that will end it, first ask for the dump the same way.
 
 use crate::clock::monotonic_ns;
+use crate::dispositions::real as real_sigaction;
 use crate::resolve::NextFns;
 use std::ffi::c_int;
 
@@ -36,21 +37,40 @@ const WAIT_NS: u64 = 2_000_000_000;
 /// Installs `on_signal` for each of `SIGNALS` whose disposition is the default.
 pub fn install() {
     for signal in SIGNALS {
-        // SAFETY: zeroed sigaction structs are valid; reading the current disposition.
+        // SAFETY: a zeroed sigaction struct is valid; reading the current disposition.
         unsafe {
             let mut current: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut current) != 0
+            if real_sigaction(signal, std::ptr::null(), &mut current) != 0
                 || current.sa_sigaction != libc::SIG_DFL
             {
                 continue;
             }
-            let mut ours: libc::sigaction = std::mem::zeroed();
-            ours.sa_sigaction = on_signal as extern "C" fn(c_int) as libc::sighandler_t;
-            ours.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut ours.sa_mask);
-            libc::sigaction(signal, &ours, std::ptr::null_mut());
+            real_sigaction(signal, &our_action(), std::ptr::null_mut());
         }
     }
+}
+
+/// The disposition `install` sets.
+pub fn our_action() -> libc::sigaction {
+    // SAFETY: a zeroed sigaction struct is valid; sigemptyset fills its mask.
+    unsafe {
+        let mut ours: libc::sigaction = std::mem::zeroed();
+        ours.sa_sigaction = handler();
+        ours.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut ours.sa_mask);
+        ours
+    }
+}
+
+/// `on_signal`, as a disposition.
+pub fn handler() -> libc::sighandler_t {
+    on_signal as extern "C" fn(c_int) as libc::sighandler_t
+}
+
+/// Whether the default disposition of `signal` is `on_signal` in this process now: one of
+/// `SIGNALS`, in a process generation that records. Async-signal-safe.
+pub fn default_is_ours(signal: c_int) -> bool {
+    SIGNALS.contains(&signal) && crate::lifecycle::owns_process()
 }
 
 extern "C" fn on_signal(signal: c_int) {
@@ -63,7 +83,7 @@ extern "C" fn on_signal(signal: c_int) {
     unsafe {
         let mut default: libc::sigaction = std::mem::zeroed();
         default.sa_sigaction = libc::SIG_DFL;
-        libc::sigaction(signal, &default, std::ptr::null_mut());
+        real_sigaction(signal, &default, std::ptr::null_mut());
         if let Some(raise) = NEXT.get::<RaiseFn>(1) {
             raise(signal);
         }
@@ -99,7 +119,7 @@ fn before_signalling_self(signal: c_int) {
     let fatal = unsafe {
         let mut current: libc::sigaction = std::mem::zeroed();
         let mut mask: libc::sigset_t = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+        real_sigaction(signal, std::ptr::null(), &mut current) == 0
             && current.sa_sigaction == libc::SIG_DFL
             && libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) == 0
             && libc::sigismember(&mask, signal) == 0

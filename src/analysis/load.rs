@@ -45,7 +45,7 @@ pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Prof
     let (files, copies) = latest_of_each_image(dump_files(paths)?);
     if copies > 0 {
         crate::safe_text::eprint_line(format_args!(
-            "note: left out {copies} dump(s) of a process image another file holds too (same host, pid, start time, run token and image): each image counts once, from its latest dump"
+            "note: left out {copies} dump(s) of a process image another file holds too (same host, pid, start time, first call, run token and image): each image counts once, from its latest dump"
         ));
     }
     for file in files {
@@ -89,11 +89,15 @@ struct ImageId {
 }
 
 /// The fields of a dump that say which image it holds and how late it was taken; the rest
-/// is skipped unread.
+/// is skipped unread. Every dump of one image has its first call; an image that took
+/// another's number (an `exec` the shim did not see, an environment the program wrote
+/// itself) made its own later.
 #[derive(Deserialize)]
 struct Stamp {
     process: ImageId,
     start_unix_ns: u64,
+    #[serde(default)]
+    first_call_unix_ns: u64,
     stop_unix_ns: u64,
     complete: bool,
 }
@@ -111,7 +115,7 @@ fn latest_of_each_image(files: Vec<PathBuf>) -> (Vec<PathBuf>, usize) {
             gpuspy_format::cap::from_reader::<Stamp>(reader).ok()
         })
         .collect();
-    let mut latest: BTreeMap<(&ImageId, u64), usize> = BTreeMap::new();
+    let mut latest: BTreeMap<(&ImageId, u64, u64), usize> = BTreeMap::new();
     for (i, stamp) in stamps.iter().enumerate() {
         let Some(s) = stamp else { continue };
         let later = |j: usize| {
@@ -119,7 +123,7 @@ fn latest_of_each_image(files: Vec<PathBuf>) -> (Vec<PathBuf>, usize) {
             Some((s.stop_unix_ns, s.complete)) > other
         };
         latest
-            .entry((&s.process, s.start_unix_ns))
+            .entry((&s.process, s.start_unix_ns, s.first_call_unix_ns))
             .and_modify(|j| {
                 if later(*j) {
                     *j = i;
