@@ -127,6 +127,99 @@ fn a_file_size_limit_never_kills_the_program() {
     }
 }
 
+/// After its first driver calls the program closes every descriptor it did not open and
+/// uses the numbers for its own files, as daemons and test harnesses do: gpuspy holds no
+/// descriptor for it to take over.
+#[test]
+fn a_program_that_takes_over_every_descriptor_keeps_them_to_itself() {
+    // Its own pipe gets every byte while the writer thread flushes.
+    let out = tempfile::tempdir().unwrap();
+    let output = command(
+        &program("descriptors"),
+        &["pipe", "1600000"],
+        &[("GPUSPY_FLUSH_S", "0.01")],
+        out.path(),
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "received 1600000
+"
+    );
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    assert_eq!(launches(&dump(&dumps[0])), 50);
+
+    // Asleep for 2 s, the process uses next to no CPU: nothing of gpuspy's spins on a
+    // descriptor that is gone (a spinning thread takes most of a core, well over 300 ms).
+    let out = tempfile::tempdir().unwrap();
+    let output = command(&program("descriptors"), &["idle", "2000"], &[], out.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let cpu_ms: u64 = stdout
+        .strip_prefix("cpu_ms ")
+        .and_then(|ms| ms.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(cpu_ms < 300, "{cpu_ms} ms of CPU in a 2 s sleep");
+    assert_eq!(entries(out.path()).len(), 1);
+
+    // A fatal signal with a data file on every old number: the dump is written, and not a
+    // byte lands in the program's file.
+    let out = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let data = files.path().join("data");
+    let mut child = spawn_ready(&mut with_default_signals(
+        "descriptors",
+        &["signal", s(&data)],
+        &[],
+        out.path(),
+    ));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(wait(&mut child).signal(), Some(libc::SIGTERM));
+    assert_eq!(std::fs::read(&data).unwrap(), b"");
+    let dumps = entries(out.path());
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    let d = dump(&dumps[0]);
+    assert_eq!(launches(&d), 50);
+    assert_eq!(d["ended_by"]["signal"], libc::SIGTERM);
+}
+
+/// A program that runs out of memory under its own `RLIMIT_AS` and exits 3 exits 3, with
+/// its dump: written from the reserve at exit, and by the writer thread while the program
+/// runs on without memory.
+#[test]
+fn a_program_out_of_memory_keeps_its_exit_status_and_its_dump() {
+    for (flush_s, after_ms) in [("0", "0"), ("0.01", "200")] {
+        let out = tempfile::tempdir().unwrap();
+        let output = command(
+            &program("out_of_memory"),
+            &[after_ms],
+            &[("GPUSPY_FLUSH_S", flush_s)],
+            out.path(),
+        )
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(3), "flush {flush_s}: {stderr}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "limited\nout of memory after some blocks\n"
+        );
+        assert_eq!(stderr, "", "flush {flush_s}");
+        let dumps = entries(out.path());
+        assert_eq!(dumps.len(), 1, "flush {flush_s}: {dumps:?}");
+        let d = dump(&dumps[0]);
+        assert_eq!(launches(&d), 50);
+        assert_eq!(d["complete"], true);
+    }
+}
+
 #[test]
 fn exec_keeps_both_images_calls() {
     for flush_s in ["0", "0.01"] {
@@ -473,6 +566,47 @@ fn the_programs_own_signal_handler_keeps_working() {
         assert_eq!(stdout, "handled\n", "{when}");
         assert_eq!(launches(&d), 50, "{when}");
         assert_eq!(d["ended_by"], Value::Null, "{when}");
+    }
+}
+
+/// Every libc way for a program to send itself (or its process group) a signal that ends
+/// it keeps the dump, and the program dies of that signal: with gpuspy's handler in place,
+/// and after the program has set the signal back to the default (as Python does after
+/// Ctrl-C), when no handler of gpuspy's runs.
+#[test]
+fn every_way_of_signalling_itself_keeps_the_dump() {
+    let forms = [
+        ("kill-pid", libc::SIGTERM),
+        ("kill-0", libc::SIGTERM),
+        ("kill-group", libc::SIGTERM),
+        ("killpg", libc::SIGHUP),
+        ("raise", libc::SIGINT),
+        ("tgkill", libc::SIGINT),
+        ("pthread_kill", libc::SIGINT),
+        ("sigqueue", libc::SIGTERM),
+        ("pthread_sigqueue", libc::SIGHUP),
+    ];
+    for (form, signal) in forms {
+        for disposition in ["as-is", "default"] {
+            let case = format!("{form} ({disposition})");
+            let out = tempfile::tempdir().unwrap();
+            let mut cmd = with_default_signals(
+                "self_signal",
+                &[form, disposition, &signal.to_string()],
+                &[("GPUSPY_FLUSH_S", "0")],
+                out.path(),
+            );
+            // A group of its own: kill(0) and killpg reach no process of the test run.
+            let output = cmd.process_group(0).output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.signal(), Some(signal), "{case}: {stderr}");
+            let dumps = entries(out.path());
+            assert_eq!(dumps.len(), 1, "{case}: {dumps:?}");
+            let d = dump(&dumps[0]);
+            assert_eq!(launches(&d), 50, "{case}");
+            assert_eq!(d["ended_by"]["signal"], signal, "{case}");
+            assert_eq!(d["complete"], true, "{case}");
+        }
     }
 }
 

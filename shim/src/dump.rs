@@ -231,10 +231,27 @@ static WRITE_SEQ: AtomicU32 = AtomicU32::new(0);
 /// world-writable), flushed to disk, renamed to its name (`publish_dump`). With
 /// `GPUSPY_PROM_DIR`, the Prometheus textfile too, the same way; the `last` write of the
 /// process removes it instead, so that no file outlives its process as if it were live.
+///
+/// Out of memory (the program's own limit reached), it writes from the reserve or, where
+/// that is too small, not at all: one warning, and the program's exit is its own.
 pub fn write(times: Times, complete: bool, ended_by: Option<Ending>, last: bool) {
     let Some(config) = config() else {
         return;
     };
+    let written =
+        crate::reserve::with_room(|| write_files(config, times, complete, ended_by, last));
+    if written.is_none() {
+        warn_once("out of memory: the dump was not written; the program runs on unaffected");
+    }
+}
+
+fn write_files(
+    config: &crate::config::Config,
+    times: Times,
+    complete: bool,
+    ended_by: Option<Ending>,
+    last: bool,
+) {
     let mut dump = snapshot(times, complete);
     dump.ended_by = ended_by;
     let written = serde_json::to_vec(&dump)

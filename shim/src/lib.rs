@@ -43,6 +43,7 @@ mod nccl;
 mod nvtx;
 mod pystack;
 mod record;
+mod reserve;
 mod resolve;
 mod signals;
 mod timeline;

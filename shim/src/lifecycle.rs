@@ -160,6 +160,7 @@ fn init_process() -> bool {
         return false;
     }
     clock::init(config.force_monotonic);
+    crate::reserve::map();
     // SAFETY: registering a plain extern "C" fn; the handler only stores atomics and makes
     // one madvise call, both async-signal-safe.
     unsafe { libc::pthread_atfork(None, None, Some(on_fork_child)) };
@@ -183,14 +184,8 @@ extern "C" fn on_fork_child() {
     WRITING.store(false, Relaxed);
     SIGNAL_REQUEST.store(0, Relaxed);
     SIGNAL_DUMP_DONE.store(false, Relaxed);
-    // The parent's wake-up pipe is the parent's writer's: never write to it from here.
-    for fd in [&WAKE_READ, &WAKE_WRITE] {
-        let fd = fd.swap(-1, Relaxed);
-        if fd >= 0 {
-            // SAFETY: our own descriptor; close is async-signal-safe.
-            unsafe { libc::close(fd) };
-        }
-    }
+    // The parent's writer thread does not exist here.
+    WRITER_RUNNING.store(false, Relaxed);
     record::reset_arena();
     crate::timeline::on_fork_child();
     crate::events::on_fork_child();
@@ -201,53 +196,79 @@ extern "C" fn on_fork_child() {
     crate::gpu::on_fork_child();
 }
 
-/// The writer thread's wake-up pipe (a self-pipe: a signal handler may write to it).
-static WAKE_READ: AtomicI32 = AtomicI32::new(-1);
-static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
+/// Whether this process generation has a writer thread to ask for a signal's dump.
+static WRITER_RUNNING: AtomicBool = AtomicBool::new(false);
+/// Wakes the writer thread early (a signal's dump). A futex word and no descriptor: a
+/// program may close every descriptor it did not open, or reuse the numbers for its own
+/// files (daemons, test harnesses), and a wake-up pipe would then be polled, drained and
+/// written to under numbers that are the program's.
+static WAKE: Wake = Wake(AtomicU32::new(0));
 /// The signal whose dump a handler asked for (0: none), and whether it has been written.
 static SIGNAL_REQUEST: AtomicI32 = AtomicI32::new(0);
 static SIGNAL_DUMP_DONE: AtomicBool = AtomicBool::new(false);
+
+/// A wake-up call on a futex word: each ring bumps it, and a wait returns at once if it
+/// changed since the waiter looked, so no ring between the look and the wait is lost.
+struct Wake(AtomicU32);
+
+impl Wake {
+    fn rings(&self) -> u32 {
+        self.0.load(Acquire)
+    }
+
+    /// Sleeps for at most `timeout`, unless the word has moved on from `seen`.
+    fn wait(&self, seen: u32, timeout: &libc::timespec) {
+        // SAFETY: a private futex on a word that lives as long as the process; the timeout
+        // is relative. Any result (woken, timed out, EAGAIN, EINTR) just ends the wait.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.0.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                seen,
+                timeout as *const libc::timespec,
+            )
+        };
+    }
+
+    /// Async-signal-safe: an atomic add and one futex call.
+    fn ring(&self) {
+        self.0.fetch_add(1, Release);
+        // SAFETY: as in `wait`; wakes at most one waiter, the writer thread.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.0.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                1,
+            )
+        };
+    }
+}
 
 /// Starts the writer thread of this process generation: it writes a dump every
 /// `GPUSPY_FLUSH_S` seconds, at once when a signal handler asks, and in between keeps the
 /// timeline's windows (`timeline::tick`).
 fn start_writer() {
-    let mut fds = [-1; 2];
-    // SAFETY: fds has room for the two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-        dump::warn_once("could not start the writer thread; dumps are written at exit only");
-        return;
-    }
     let flush_every = config().and_then(|c| c.flush_every);
     let generation = GENERATION.load(Relaxed);
-    let spawned = signals::spawn_without_signals("gpuspy-writer", move || {
-        writer(fds[0], flush_every, generation)
-    });
+    let spawned =
+        signals::spawn_without_signals("gpuspy-writer", move || writer(flush_every, generation));
     if spawned {
-        WAKE_READ.store(fds[0], Relaxed);
-        WAKE_WRITE.store(fds[1], Release);
+        WRITER_RUNNING.store(true, Release);
     } else {
         dump::warn_once("could not start the writer thread; dumps are written at exit only");
-        // SAFETY: the two descriptors just made.
-        unsafe {
-            libc::close(fds[0]);
-            libc::close(fds[1]);
-        }
     }
 }
 
-fn writer(wake: libc::c_int, flush_every: Option<Duration>, generation: u32) {
-    let mut poll = libc::pollfd {
-        fd: wake,
-        events: libc::POLLIN,
-        revents: 0,
-    };
+fn writer(flush_every: Option<Duration>, generation: u32) {
     let flush_every_ns = flush_every.map(|d| d.as_nanos().clamp(1, u64::MAX as u128) as u64);
     let mut next_flush = flush_every_ns.map(|every| clock::monotonic_ns() + every);
     let watch_every = crate::watchdog::check_every_ns();
     let mut next_watch = watch_every.map(|every| clock::monotonic_ns() + every);
     let mut hangs_seen = Vec::new();
     loop {
+        let rings = WAKE.rings();
         let tick_in = crate::timeline::tick();
         let now = clock::monotonic_ns();
         let wait_ns = [next_flush, next_watch]
@@ -258,15 +279,13 @@ fn writer(wake: libc::c_int, flush_every: Option<Duration>, generation: u32) {
             tv_sec: (wait_ns / 1_000_000_000) as libc::time_t,
             tv_nsec: (wait_ns % 1_000_000_000) as libc::c_long,
         };
-        // SAFETY: one valid pollfd and timespec; no signal mask change.
-        let woken = unsafe { libc::ppoll(&mut poll, 1, &timeout, std::ptr::null()) } > 0;
+        // A request made before `rings` was read is seen here; one made after moves the
+        // word, and the wait returns at once.
+        if SIGNAL_REQUEST.load(Acquire) == 0 {
+            WAKE.wait(rings, &timeout);
+        }
         if GENERATION.load(Relaxed) != generation || FINAL_WRITTEN.load(Acquire) {
             return;
-        }
-        if woken {
-            let mut drain = [0u8; 16];
-            // SAFETY: a non-blocking read into a local buffer.
-            while unsafe { libc::read(wake, drain.as_mut_ptr().cast(), drain.len()) } > 0 {}
         }
         let mut flush_due = next_flush.is_some_and(|at| clock::monotonic_ns() >= at);
         let mut hangs = Vec::new();
@@ -295,18 +314,20 @@ fn writer(wake: libc::c_int, flush_every: Option<Duration>, generation: u32) {
 
 /// Called from a signal handler: asks the writer thread for the dump that `signal` is about
 /// to cut short and says whether one will come (`signal_dump_written` tells when).
-/// Async-signal-safe: atomics, `getpid` and one `write` to a pipe.
+/// Async-signal-safe: atomics, `getpid` and one futex wake.
 pub fn request_signal_dump(signal: libc::c_int) -> bool {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    let wake = WAKE_WRITE.load(Acquire);
-    if wake < 0 || !active() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
+    if !WRITER_RUNNING.load(Acquire)
+        || !active()
+        || OWNER_PID.load(Acquire) != pid
+        || FINAL_WRITTEN.load(Acquire)
+    {
         return false;
     }
     // A second signal, on another thread, waits for the first one's dump.
     let _ = SIGNAL_REQUEST.compare_exchange(0, signal, AcqRel, Acquire);
-    // SAFETY: one byte from a local to our pipe; write is async-signal-safe.
-    unsafe { libc::write(wake, [1u8].as_ptr().cast(), 1) };
+    WAKE.ring();
     true
 }
 

@@ -9,9 +9,10 @@
 //! starts clean. To the program, `on_signal` is the default disposition (dispositions.rs).
 //!
 //! The handler does nothing that is not async-signal-safe: it never allocates, locks or
-//! formats. It wakes the writer thread through its pipe, waits (at most `WAIT`) until the
-//! dump is written, restores the default disposition and raises the signal again, which is
-//! delivered, now fatal, when the handler returns. A thread interrupted inside `malloc`
+//! formats. It wakes the writer thread (a futex word: no descriptor the program could close
+//! or reuse), waits (at most `WAIT_NS`) until the dump is written, restores the default
+//! disposition and raises the signal again, which is delivered, now fatal, when the handler
+//! returns. A thread interrupted inside `malloc`
 //! holds that arena's lock, which is why the writing happens on the writer thread, and why
 //! the wait is bounded: if the writer cannot finish in time the process still dies as it
 //! would have without gpuspy, only without the last dump. gpuspy's own threads block these
@@ -20,9 +21,13 @@
 //! A program may also end itself with one of these signals after restoring the default
 //! disposition: Python does exactly that after an unhandled KeyboardInterrupt (its atexit
 //! handlers have run; it sets SIGINT to the default and calls `kill(getpid(), SIGINT)`, so
-//! that its parent sees "killed by SIGINT"), and so do crash handlers that re-raise. No
-//! handler of ours runs then and no exit path follows, so `kill` and `raise` aimed at the
-//! process itself, for a signal that will end it, first ask for the dump the same way.
+//! that its parent sees "killed by SIGINT"), crash handlers re-raise, and supervisors end
+//! their whole process group. No handler of ours runs then and no exit path follows, so
+//! every libc way of sending a signal that reaches the process itself first asks for the
+//! dump the same way, for a signal that will end it: `kill` of its pid, of its process
+//! group (0 or minus the group id) and `killpg` of it, `raise`, `tgkill` of its thread
+//! group, `pthread_kill` and `pthread_sigqueue` of any of its threads, and `sigqueue` of its
+//! pid. A raw `syscall(SYS_kill, ..)` is out of reach.
 
 use crate::clock::monotonic_ns;
 use crate::dispositions::real as real_sigaction;
@@ -84,7 +89,7 @@ extern "C" fn on_signal(signal: c_int) {
         let mut default: libc::sigaction = std::mem::zeroed();
         default.sa_sigaction = libc::SIG_DFL;
         real_sigaction(signal, &default, std::ptr::null_mut());
-        if let Some(raise) = NEXT.get::<RaiseFn>(1) {
+        if let Some(raise) = NEXT.get::<RaiseFn>(RAISE) {
             raise(signal);
         }
         *libc::__errno_location() = errno;
@@ -131,23 +136,67 @@ fn before_signalling_self(signal: c_int) {
 
 type KillFn = unsafe extern "C" fn(libc::pid_t, c_int) -> c_int;
 type RaiseFn = unsafe extern "C" fn(c_int) -> c_int;
-/// libc's `kill` and `raise` (`dlsym` is not async-signal-safe).
-pub static NEXT: NextFns<2> = NextFns::new([c"kill", c"raise"]);
+type TgkillFn = unsafe extern "C" fn(libc::pid_t, libc::pid_t, c_int) -> c_int;
+type PthreadKillFn = unsafe extern "C" fn(libc::pthread_t, c_int) -> c_int;
+type SigqueueFn = unsafe extern "C" fn(libc::pid_t, c_int, libc::sigval) -> c_int;
+type PthreadSigqueueFn = unsafe extern "C" fn(libc::pthread_t, c_int, libc::sigval) -> c_int;
+/// libc's ways of sending a signal (`dlsym` is not async-signal-safe), by these indices.
+pub static NEXT: NextFns<7> = NextFns::new([
+    c"kill",
+    c"raise",
+    c"killpg",
+    c"tgkill",
+    c"pthread_kill",
+    c"sigqueue",
+    c"pthread_sigqueue",
+]);
+const KILL: usize = 0;
+const RAISE: usize = 1;
+const KILLPG: usize = 2;
+const TGKILL: usize = 3;
+const PTHREAD_KILL: usize = 4;
+const SIGQUEUE: usize = 5;
+const PTHREAD_SIGQUEUE: usize = 6;
 
-/// `kill(2)`, with the dump first when the process is ending itself.
+/// Whether `kill(pid, ..)` signals this process: its own pid, or its process group (`0`, or
+/// minus the group's id). `kill(-1, ..)` signals every process but the caller on Linux.
+fn kill_reaches_self(pid: libc::pid_t) -> bool {
+    // SAFETY: getpid and getpgrp have no preconditions and are async-signal-safe.
+    let (me, group) = unsafe { (libc::getpid(), libc::getpgrp()) };
+    pid == me || pid == 0 || (pid < -1 && pid.checked_neg() == Some(group))
+}
+
+/// `kill(2)`, with the dump first when the process is ending itself (or its group).
 ///
 /// # Safety
 /// Same contract as `kill(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn kill(pid: libc::pid_t, signal: c_int) -> c_int {
-    // SAFETY: getpid has no preconditions.
-    if pid == unsafe { libc::getpid() } {
+    if kill_reaches_self(pid) {
         before_signalling_self(signal);
     }
     // SAFETY: KillFn is kill's C signature.
-    match unsafe { NEXT.get::<KillFn>(0) } {
+    match unsafe { NEXT.get::<KillFn>(KILL) } {
         // SAFETY: the caller's arguments to libc's kill.
         Some(real) => unsafe { real(pid, signal) },
+        None => -1,
+    }
+}
+
+/// `killpg(3)`: glibc's calls its own `kill` directly, past ours, so it is wrapped too.
+///
+/// # Safety
+/// Same contract as `killpg(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn killpg(group: libc::pid_t, signal: c_int) -> c_int {
+    // killpg(g) is kill(-g): 0 is the caller's group, 1 every process but the caller.
+    if group >= 0 && kill_reaches_self(-group) {
+        before_signalling_self(signal);
+    }
+    // SAFETY: KillFn is killpg's C signature.
+    match unsafe { NEXT.get::<KillFn>(KILLPG) } {
+        // SAFETY: the caller's arguments to libc's killpg.
+        Some(real) => unsafe { real(group, signal) },
         None => -1,
     }
 }
@@ -160,20 +209,105 @@ pub unsafe extern "C" fn kill(pid: libc::pid_t, signal: c_int) -> c_int {
 pub unsafe extern "C" fn raise(signal: c_int) -> c_int {
     before_signalling_self(signal);
     // SAFETY: RaiseFn is raise's C signature.
-    match unsafe { NEXT.get::<RaiseFn>(1) } {
+    match unsafe { NEXT.get::<RaiseFn>(RAISE) } {
         // SAFETY: the caller's argument to libc's raise.
         Some(real) => unsafe { real(signal) },
         None => -1,
     }
 }
 
+/// `tgkill(2)`, with the dump first when the thread is one of this process's. Whether the
+/// signal is blocked is judged by the calling thread's mask (`before_signalling_self`),
+/// as for `kill`: another thread's cannot be read async-signal-safely.
+///
+/// # Safety
+/// Same contract as `tgkill(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn tgkill(process: libc::pid_t, thread: libc::pid_t, signal: c_int) -> c_int {
+    // SAFETY: getpid has no preconditions.
+    if process == unsafe { libc::getpid() } {
+        before_signalling_self(signal);
+    }
+    // SAFETY: TgkillFn is tgkill's C signature.
+    match unsafe { NEXT.get::<TgkillFn>(TGKILL) } {
+        // SAFETY: the caller's arguments to libc's tgkill.
+        Some(real) => unsafe { real(process, thread, signal) },
+        None => -1,
+    }
+}
+
+/// `pthread_kill(3)`: a thread of this process, so the dump first (as `tgkill`).
+///
+/// # Safety
+/// Same contract as `pthread_kill(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_kill(thread: libc::pthread_t, signal: c_int) -> c_int {
+    before_signalling_self(signal);
+    // SAFETY: PthreadKillFn is pthread_kill's C signature.
+    match unsafe { NEXT.get::<PthreadKillFn>(PTHREAD_KILL) } {
+        // SAFETY: the caller's arguments to libc's pthread_kill.
+        Some(real) => unsafe { real(thread, signal) },
+        None => libc::ESRCH,
+    }
+}
+
+/// `sigqueue(3)`, with the dump first when the process is queueing to itself.
+///
+/// # Safety
+/// Same contract as `sigqueue(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn sigqueue(pid: libc::pid_t, signal: c_int, value: libc::sigval) -> c_int {
+    // SAFETY: getpid has no preconditions.
+    if pid == unsafe { libc::getpid() } {
+        before_signalling_self(signal);
+    }
+    // SAFETY: SigqueueFn is sigqueue's C signature.
+    match unsafe { NEXT.get::<SigqueueFn>(SIGQUEUE) } {
+        // SAFETY: the caller's arguments to libc's sigqueue.
+        Some(real) => unsafe { real(pid, signal, value) },
+        None => -1,
+    }
+}
+
+/// `pthread_sigqueue(3)`: a thread of this process, so the dump first (as `tgkill`).
+///
+/// # Safety
+/// Same contract as `pthread_sigqueue(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_sigqueue(
+    thread: libc::pthread_t,
+    signal: c_int,
+    value: libc::sigval,
+) -> c_int {
+    before_signalling_self(signal);
+    // SAFETY: PthreadSigqueueFn is pthread_sigqueue's C signature.
+    match unsafe { NEXT.get::<PthreadSigqueueFn>(PTHREAD_SIGQUEUE) } {
+        // SAFETY: the caller's arguments to libc's pthread_sigqueue.
+        Some(real) => unsafe { real(thread, signal, value) },
+        None => libc::ESRCH,
+    }
+}
+
+/// How long a spawn waits for its thread to run (`spawn_without_signals`). Microseconds
+/// as a rule; the bound is for a first driver call made under the dynamic loader's lock
+/// (a library constructor), which an older glibc's thread start-up also takes.
+const STARTUP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Spawns a gpuspy thread with every signal blocked that the program could be sent, so
 /// that the kernel never picks it to run the program's (or our) handlers. Returns whether
-/// the thread started.
+/// the thread started, once it runs (at most `STARTUP_WAIT`): its start-up allocates in
+/// glibc (the records of its thread-locals' destructors), which no reserve of ours can
+/// serve and whose failure ends the process, so it must not be left to run late, after the
+/// program may have used up its memory.
 pub fn spawn_without_signals(name: &str, f: impl FnOnce() + Send + 'static) -> bool {
+    let (started, running) = std::sync::mpsc::sync_channel(1);
+    let f = move || {
+        let _ = started.send(());
+        f()
+    };
     // SAFETY: sigset_t values filled by sigfillset/sigdelset; the caller's mask is restored
     // right after the spawn (a new thread inherits its creator's mask).
-    unsafe {
+    let spawned = unsafe {
         let mut block: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut block);
         // Faults are the thread's own doing and must stay deliverable.
@@ -185,5 +319,10 @@ pub fn spawn_without_signals(name: &str, f: impl FnOnce() + Send + 'static) -> b
         let spawned = std::thread::Builder::new().name(name.into()).spawn(f);
         libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
         spawned.is_ok()
+    };
+    if spawned {
+        // Past the wait, the thread just starts later.
+        let _ = running.recv_timeout(STARTUP_WAIT);
     }
+    spawned
 }
