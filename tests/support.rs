@@ -386,36 +386,64 @@ pub struct Measured {
 /// Runs `cmd` to its end, its stdout into a new file, and returns its exit status, that
 /// file, its own peak RSS and its CPU time.
 ///
-/// The RSS comes from wait4, for this child alone (RUSAGE_CHILDREN would include any earlier
-/// child's, such as a rustc under cargo build). It is never below this test process's own
-/// peak RSS when the child was started, because the kernel counts the memory of the process
-/// that execs: so the caller keeps little in memory before starting it, and stdout goes to
-/// a file rather than into this process.
-#[allow(clippy::zombie_processes)] // the child is reaped by wait4, which also gives its rusage
+/// The figures come from wait4 in `peak_rss`, which forks `cmd`'s program from its own small
+/// image: a child started straight from this test process would count this process's peak
+/// RSS as its own, since the kernel counts the memory of the process that execs, and for
+/// posix_spawn that is this one.
 pub fn run_with_peak_rss(cmd: &mut Command) -> Measured {
     let stdout = tempfile::tempfile().unwrap();
-    let child = cmd
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let mut wrapped = Command::new(peak_rss());
+    wrapped.arg(report.path()).arg(cmd.get_program()).args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => wrapped.env(key, v),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    let ran = wrapped
         .stdout(stdout.try_clone().unwrap())
         .stderr(Stdio::inherit())
-        .spawn()
+        .status()
         .unwrap();
-    let pid = child.id() as i32;
-    let mut status = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: waiting for our own child; wait4 writes status and usage.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
-    assert_eq!(waited, pid);
-    // SAFETY: wait4 filled usage.
-    let usage = unsafe { usage.assume_init() };
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    assert!(ran.success(), "peak_rss: {ran:?}");
+    let figures = std::fs::read_to_string(report.path()).unwrap();
+    let mut words = figures.split_whitespace();
+    let mut next = || words.next().unwrap_or_else(|| panic!("peak_rss wrote {figures:?}"));
+    let status: i32 = next().parse().unwrap();
+    let max_rss_kib: u64 = next().parse().unwrap();
+    let cpu_s: f64 = next().parse().unwrap();
     let mut stdout = stdout;
     std::io::Seek::rewind(&mut stdout).unwrap();
     Measured {
         status: std::os::unix::process::ExitStatusExt::from_raw(status),
         stdout,
-        max_rss_kib: usage.ru_maxrss as u64,
-        cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        max_rss_kib,
+        cpu_s,
     }
+}
+
+/// tests/programs/peak_rss.c, built once without the fake libraries.
+fn peak_rss() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = artifacts().bin_dir.join("test-programs").join("peak_rss");
+            std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/peak_rss.c");
+            let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+                .args(["-O1", "-Wall", "-o"])
+                .arg(&exe)
+                .arg(&src)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            exe
+        })
+        .clone()
 }
 
 /// Runs `cmd` to its end with its output captured, or fails the test if it takes longer
