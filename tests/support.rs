@@ -394,7 +394,10 @@ pub fn run_with_peak_rss(cmd: &mut Command) -> Measured {
     let stdout = tempfile::tempfile().unwrap();
     let report = tempfile::NamedTempFile::new().unwrap();
     let mut wrapped = Command::new(peak_rss());
-    wrapped.arg(report.path()).arg(cmd.get_program()).args(cmd.get_args());
+    wrapped
+        .arg(report.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
     for (key, value) in cmd.get_envs() {
         match value {
             Some(v) => wrapped.env(key, v),
@@ -412,7 +415,11 @@ pub fn run_with_peak_rss(cmd: &mut Command) -> Measured {
     assert!(ran.success(), "peak_rss: {ran:?}");
     let figures = std::fs::read_to_string(report.path()).unwrap();
     let mut words = figures.split_whitespace();
-    let mut next = || words.next().unwrap_or_else(|| panic!("peak_rss wrote {figures:?}"));
+    let mut next = || {
+        words
+            .next()
+            .unwrap_or_else(|| panic!("peak_rss wrote {figures:?}"))
+    };
     let status: i32 = next().parse().unwrap();
     let max_rss_kib: u64 = next().parse().unwrap();
     let cpu_s: f64 = next().parse().unwrap();
@@ -440,7 +447,11 @@ fn peak_rss() -> PathBuf {
                 .arg(&src)
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             exe
         })
         .clone()

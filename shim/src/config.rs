@@ -6,8 +6,8 @@
 //! documents each variable and its default.
 
 use gpuspy_format::env;
-use std::io::Write;
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
