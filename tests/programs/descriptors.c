@@ -1,6 +1,7 @@
 /* A program that takes over every file descriptor after its first driver calls, as daemons and
  * test harnesses do: it closes 3..1023, then uses the numbers for its own files. argv[1]:
- *   pipe N      pushes N bytes through a pipe of its own to a thread; prints "received R"
+ *   pipe N      pushes N bytes through a pipe of its own to a thread that reads them slowly;
+ *               prints "received R"
  *   idle MS     sleeps MS ms; prints "cpu_ms C", the process's CPU time during the sleep
  *   signal FILE opens FILE onto every number 3..63, prints "ready" and waits for a signal
  * Each makes 50 launches first. */
@@ -18,12 +19,17 @@ static void close_all(void) {
     for (int fd = 3; fd < 1024; fd++) close(fd);
 }
 
+/* Reads slowly (0.2 ms a read), so that the transfer spans several periodic flushes. */
 static void *count_bytes(void *arg) {
     int fd = *(int *)arg;
     long total = 0;
     char buf[4096];
     ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) total += n;
+    struct timespec pause = {0, 200000};
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        total += n;
+        nanosleep(&pause, 0);
+    }
     return (void *)total;
 }
 
