@@ -12,7 +12,7 @@ use std::process::Command;
 
 /// The recorded inputs, relative to the repository root: every dump file in tests/data and
 /// every directory there that holds one job's dumps.
-fn recorded_inputs(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn recorded_inputs(root: &Path) -> Vec<PathBuf> {
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(root.join("tests/data"))
         .unwrap()
         .map(|e| e.unwrap().path())

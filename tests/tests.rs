@@ -5,6 +5,8 @@
 #[allow(dead_code)]
 mod support;
 
+/// Impacts in [0, 1] and shares of at most 100 % on every recorded and fuzzed dump.
+mod bounds;
 /// Python call sites of blocking calls, through ctypes, on every interpreter here.
 mod callsites;
 /// The CLI on bad input, `gpuspy run`, and checked-in dumps.

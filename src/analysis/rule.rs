@@ -113,8 +113,16 @@ pub struct SiteShare {
 const SITES_PER_FINDING: usize = 5;
 
 impl Finding {
-    /// A finding whose severity follows from its impact.
+    /// A finding whose severity follows from its impact. An impact is a share of time: a
+    /// rule's estimate past the whole of its span (records that came late, a span shorter
+    /// than the work measured in it) is capped at all of it, and one that is not a number
+    /// counts as none.
     pub fn new(rule: &dyn Rule, impact: f64, summary: String, fix: &'static str) -> Finding {
+        let impact = if impact.is_nan() {
+            0.0
+        } else {
+            impact.clamp(0.0, 1.0)
+        };
         Finding {
             id: rule.id(),
             layer: rule.layer(),

@@ -67,7 +67,9 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
         let driver: u64 = p.processes.iter().map(|x| x.driver_ns).sum();
         let steady: u64 = p.processes.iter().map(|x| x.steady_ns).sum();
         let in_driver = share(driver, steady);
-        let impact = share(gap_ns, span);
+        // Gaps are summed per device and so is the span; a device whose records came late
+        // can still have more gap than span: the share is capped at all of it.
+        let impact = share(gap_ns, span).min(1.0);
         if gaps == 0 || in_driver >= HOST_IN_DRIVER_MAX || impact < 0.01 {
             return Outcome::Clear;
         }
