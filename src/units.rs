@@ -48,5 +48,29 @@ pub fn bytes(n: u64) -> String {
 /// where its whole was 0. The text around it names the whole: "of wall", a column headed
 /// "of ...", or a table's title (`style` below checks that).
 pub fn percent(share: Option<f64>) -> String {
-    share.map_or_else(|| "-".into(), |s| format!("{:.1} %", s * 100.0))
+    share.map_or_else(
+        || "-".into(),
+        |s| format!("{:.1} %", (s * 1000.0).round() / 10.0),
+    )
+}
+
+/// A share as a whole percent, `11 %`. Halves round away from zero, as `percent` does and
+/// as the HTML page's `toFixed` does (`format!("{:.0}")` would round 10.5 to 10): an
+/// impact of 0.105 reads 11 % in every view.
+pub fn whole_percent(share: f64) -> String {
+    format!("{:.0} %", (share * 100.0).round())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_round_away_from_zero_in_every_precision() {
+        assert_eq!(whole_percent(0.105), "11 %");
+        assert_eq!(whole_percent(0.104), "10 %");
+        assert_eq!(percent(Some(0.0125)), "1.3 %");
+        assert_eq!(percent(Some(0.573)), "57.3 %");
+        assert_eq!(percent(None), "-");
+    }
 }

@@ -15,6 +15,8 @@ mod cli;
 mod diagnosis;
 /// One program per door, each asserting exact per-API counts.
 mod doors;
+/// One figure per quantity across text, JSON, the HTML page and `check`.
+mod figures;
 /// Prometheus textfiles and the hang watchdog.
 mod fleet;
 /// `gpuspy diff` and `gpuspy check` as CI gates.

@@ -15,7 +15,7 @@ use crate::analysis::profile::{Latency, Profile};
 use crate::analysis::report::LatencyRow;
 use crate::analysis::rule::WARNING_IMPACT;
 use crate::analysis::stats;
-use crate::units::{bytes, duration};
+use crate::units::{bytes, duration, whole_percent};
 use gpuspy_format::{Direction, HostKind, SyncCause};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -442,8 +442,8 @@ fn finding_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) 
         out.push(Change {
             kind,
             what: format!("finding {id} impact"),
-            base: format!("{:.0} %", bi * 100.0),
-            new: format!("{:.0} %", ni * 100.0),
+            base: whole_percent(bi),
+            new: whole_percent(ni),
             detail: format!("{:+.0} points; `gpuspy explain {id}`", moved * 100.0),
         });
     }

@@ -9,7 +9,7 @@ use crate::analysis::collectives::{collectives, link_peak};
 use crate::analysis::diagnose::LayerStatus;
 use crate::analysis::gpm::{GpmShares, GpuUse};
 use crate::analysis::phases::{
-    IdleKind, Phase, PhaseKind, RecordsMissing, Startup, SteadyState, Step,
+    IdleKind, Phase, PhaseKind, RecordsMissing, Startup, SteadyState, Step, HOST_BLOCKED_CAUSES,
 };
 use crate::analysis::profile::{Api, Latency, ProcessInfo};
 use crate::analysis::rule::Finding;
@@ -40,6 +40,9 @@ pub struct Report<'a> {
     pub startup: Option<Startup>,
     /// The job's steady state, where the timelines reached one.
     pub steady_state: Option<SteadyRow>,
+    /// Host time blocked in syncs over the steady state: the figure `gpuspy check`'s
+    /// `max_blocked_share` gates and the text report shows.
+    pub host_blocked: HostBlocked,
     /// The steady state's GPU idle share where it is large and no warning explains it.
     pub unexplained_idle: Option<f64>,
     /// The verdict's sentence where no warning gives one (`calm_verdict`), without the
@@ -217,6 +220,43 @@ pub struct SteadyRow {
     pub gpu_records_missing: Option<RecordsMissing>,
 }
 
+/// Host time blocked in explicit syncs and sync copies (`HOST_BLOCKED_CAUSES`), and what
+/// it is a share of: the timelines' steady state where they reached one (the
+/// `steady_state` row's figures), else the active time less start-up calls.
+#[derive(Serialize)]
+pub struct HostBlocked {
+    pub ns: u64,
+    pub steady_ns: u64,
+    pub share: f64,
+}
+
+impl HostBlocked {
+    fn of(p: &crate::analysis::profile::Profile, steady: Option<&SteadyRow>) -> HostBlocked {
+        match steady {
+            Some(s) => HostBlocked {
+                ns: s.blocked_ns,
+                steady_ns: s.ns,
+                share: s.blocked_share,
+            },
+            None => {
+                let steady_ns = p.steady_ns();
+                let ns = crate::analysis::profile::total(
+                    HOST_BLOCKED_CAUSES
+                        .iter()
+                        .filter_map(|&c| p.sync(c))
+                        .map(|l| l.total_ns),
+                )
+                .min(steady_ns);
+                HostBlocked {
+                    ns,
+                    steady_ns,
+                    share: crate::units::share(ns, steady_ns),
+                }
+            }
+        }
+    }
+}
+
 #[derive(Serialize)]
 pub struct IdleRow {
     pub cause: IdleKind,
@@ -228,9 +268,7 @@ pub struct IdleRow {
 }
 
 fn steady_row(s: &SteadyState) -> SteadyRow {
-    let blocked = s
-        .host
-        .blocked_ns(&[SyncCause::Explicit, SyncCause::SyncCopy]);
+    let blocked = s.host_blocked_ns();
     let g = s.gpu.as_ref();
     let mut idle: Vec<IdleRow> = g
         .map(|g| {
@@ -533,6 +571,7 @@ impl<'a> Report<'a> {
         let process_axis = |i: usize| axis.and_then(|x| x.processes.get(i)?.as_ref());
         let steady_state = axis.and_then(|x| x.steady.as_ref()).map(steady_row);
         let verdict_text = calm_verdict(&a.job, steady_state.as_ref());
+        let host_blocked = HostBlocked::of(p, steady_state.as_ref());
         Report {
             schema_version: SCHEMA_VERSION,
             runs: runs(p),
@@ -548,6 +587,7 @@ impl<'a> Report<'a> {
                     .cloned()
             }),
             steady_state,
+            host_blocked,
             unexplained_idle: a.job.unexplained_idle,
             verdict_text,
             processes: p

@@ -7,7 +7,7 @@ use crate::analysis::phases::StepSource;
 use crate::analysis::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
 use crate::analysis::rule::{Finding, Severity};
 use crate::safe_text::{self, Escaped};
-use crate::units::{bytes, duration, percent};
+use crate::units::{bytes, duration, percent, whole_percent};
 use gpuspy_format::Ending;
 use std::fmt::Write;
 
@@ -108,8 +108,8 @@ fn diagnosis(out: &mut String, r: &Report) {
             );
             let _ = writeln!(
                 out,
-                "  estimated time lost: {:.0} % of the run's time; fix: {}",
-                f.impact * 100.0,
+                "  estimated time lost: {} of the run's time; fix: {}",
+                whole_percent(f.impact),
                 Escaped(f.fix)
             );
             call_sites(out, f, "  ");
@@ -129,7 +129,7 @@ fn diagnosis(out: &mut String, r: &Report) {
         for f in r.findings.iter().filter(|f| f.layer == layer.layer) {
             let _ = writeln!(
                 out,
-                "    {} {}{}: {} (impact {:.0} % of the run's time)",
+                "    {} {}{}: {} (impact {} of the run's time)",
                 if f.severity == Severity::Warning {
                     "!"
                 } else {
@@ -138,7 +138,7 @@ fn diagnosis(out: &mut String, r: &Report) {
                 f.id,
                 if f.heuristic { " [heuristic]" } else { "" },
                 Escaped(&f.summary),
-                f.impact * 100.0
+                whole_percent(f.impact)
             );
             call_sites(out, f, "      ");
         }
@@ -171,9 +171,9 @@ fn call_sites(out: &mut String, f: &Finding, indent: &str) {
         let file = site.file.rsplit('/').next().unwrap_or(&site.file);
         let _ = writeln!(
             out,
-            "{indent}{}: {:.0} % of the blocked time at {}:{} in {}() ({} calls)",
+            "{indent}{}: {} of the blocked time at {}:{} in {}() ({} calls)",
             f.id,
-            site.share * 100.0,
+            whole_percent(site.share),
             Escaped(file),
             site.line,
             Escaped(&site.function),
@@ -537,7 +537,7 @@ fn activity(out: &mut String, a: &gpuspy_format::gpu::Activity, fig: &ActivityFi
     // Copies between host and device cross the PCIe link: their rate against its peak.
     for (c, cf) in a.copies.iter().zip(&fig.copies) {
         let of_peak = cf.pcie_peak_share.map_or_else(String::new, |s| {
-            format!(", {:.0} % of the PCIe peak", s * 100.0)
+            format!(", {} of the PCIe peak", whole_percent(s))
         });
         let at = cf
             .bytes_per_s

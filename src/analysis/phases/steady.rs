@@ -213,7 +213,19 @@ pub struct RecordsMissing {
     pub kernels_per_launch: Option<f64>,
 }
 
+/// The causes of "host blocked in syncs", the one figure every view and `gpuspy check`
+/// show: the calls that wait for the GPU's queue to drain. Pageable copies and frees block
+/// too, but each has its own rule and its own row in the sync table.
+pub const HOST_BLOCKED_CAUSES: [SyncCause; 2] = [SyncCause::Explicit, SyncCause::SyncCopy];
+
 impl SteadyState {
+    /// Host time blocked in `HOST_BLOCKED_CAUSES`. Syncs are filed into the window where
+    /// the writer saw them end, so the steady windows can hold a little more blocked time
+    /// than their length: capped at it, so that the share is never over 1.
+    pub fn host_blocked_ns(&self) -> u64 {
+        self.host.blocked_ns(&HOST_BLOCKED_CAUSES).min(self.ns)
+    }
+
     /// Whether CUPTI's records of the steady state are not all there (late, or missing).
     pub fn records_incomplete(&self) -> bool {
         self.records_late.is_some() || self.records_missing.is_some()

@@ -1,6 +1,8 @@
 use super::gpu_data::{power_capped_loss, short_idle_share};
 use super::recurrence::Recurrence;
-use crate::analysis::phases::{accounted_ns, at, in_steady, IdleKind, SteadyState, TimeAxis};
+use crate::analysis::phases::{
+    accounted_ns, at, in_steady, IdleKind, SteadyState, TimeAxis, HOST_BLOCKED_CAUSES,
+};
 use crate::analysis::profile::Profile;
 use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
 use crate::units::share;
@@ -20,7 +22,7 @@ const MIN_SHARE: f64 = 0.10;
 /// idle after syncs.
 const MIN_IDLE_SHARE: f64 = 0.01;
 /// The syncs that block the host until the GPU has caught up.
-const CAUSES: [SyncCause; 2] = [SyncCause::Explicit, SyncCause::SyncCopy];
+const CAUSES: [SyncCause; 2] = HOST_BLOCKED_CAUSES;
 
 impl Rule for SyncStalled {
     fn id(&self) -> &'static str {
@@ -117,9 +119,7 @@ impl SyncStalled {
         let (run_calls, _) = run_syncs(p);
         let calls = in_steady(run_calls, blocked, s.whole.blocked_ns(&CAUSES));
         let per_s = s.per_s(calls);
-        // Syncs are filed into the window where the writer saw them end, so the steady
-        // windows can hold a little more blocked time than their length.
-        let blocked_share = share(blocked.min(s.ns), s.ns);
+        let blocked_share = share(s.host_blocked_ns(), s.ns);
         let (impact, summary, slower) = match &s.gpu {
             Some(g) => {
                 let idle = g.share(IdleKind::AfterSync);
