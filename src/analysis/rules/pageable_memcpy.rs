@@ -11,6 +11,16 @@ pub struct PageableMemcpy;
 const MIN_CALLS: u64 = 10;
 const MIN_SHARE: f64 = 0.05;
 
+/// The copies a finding counts, with the run's total where the steady state holds fewer:
+/// the sync table beside it counts the whole run.
+fn copies_named(counted: u64, run: u64, span: &str) -> String {
+    if counted == run {
+        format!("{counted} async copies")
+    } else {
+        format!("{counted} async copies in {span} (of the run's {run})")
+    }
+}
+
 impl Rule for PageableMemcpy {
     fn id(&self) -> &'static str {
         "pageable-memcpy"
@@ -105,7 +115,8 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
                 self,
                 impact,
                 format!(
-                    "{calls} async copies from pageable memory blocked the host for {:.1} ms, {:.1} % of {of_steady}",
+                    "{} from pageable memory blocked the host for {:.1} ms, {:.1} % of {of_steady}",
+                    copies_named(calls, s.calls, of_steady),
                     ms(blocked),
                     blocked_share * 100.0
                 ),
