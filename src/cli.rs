@@ -92,11 +92,12 @@ Environment: none; the shim's variables act when the dumps are written.")]
         /// Add a table with one row per process.
         #[arg(long)]
         per_process: bool,
-        /// Also write the report as one self-contained HTML page (charts, no network).
+        /// Write the report as one self-contained HTML page (charts, no network); stdout
+        /// then says `wrote FILE` instead of printing the text report.
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
-        /// Also write the time axis as a trace for ui.perfetto.dev or chrome://tracing
-        /// (Chrome trace-event JSON, under 10 MB).
+        /// Write the time axis as a trace for ui.perfetto.dev or chrome://tracing (Chrome
+        /// trace-event JSON, under 10 MB); stdout then says `wrote FILE`.
         #[arg(long, value_name = "FILE")]
         perfetto: Option<PathBuf>,
         /// Dump files, directories of dumps, or directories whose subdirectories hold dumps

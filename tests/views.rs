@@ -162,12 +162,26 @@ fn browse(pages: &[&Path], times: u32) -> Vec<Load> {
     loads
 }
 
-/// No console error, exception or request; every chart and canvas drawn; a timeline, if
-/// any, zooms in on a drag and back out on a double click.
+/// No console error, exception or request; every chart and canvas drawn, its labels inside
+/// it and apart; nothing drawn across a stretch CUPTI did not observe; host threads blocked
+/// at most as many as there are; a timeline, if any, zooms in on a drag and back out on a
+/// double click.
 fn assert_clean(l: &Load) {
     assert_eq!(l.line["errors"], serde_json::json!([]), "{}", l.line);
     assert_eq!(l.line["empty_charts"], serde_json::json!([]), "{}", l.line);
     assert_eq!(l.line["empty_canvases"], 0, "{}", l.line);
+    for key in ["labels_outside", "labels_overlapping", "gaps_crossed"] {
+        assert_eq!(l.line[key], serde_json::json!([]), "{key}: {}", l.line);
+    }
+    if let Some(blocked) = l.line["blocked_max"].as_f64() {
+        // Four significant digits per cause in the page's data.
+        let threads = l.line["threads"].as_f64().unwrap();
+        assert!(
+            blocked <= threads * 1.001,
+            "{blocked} > {threads} threads: {}",
+            l.line
+        );
+    }
     let z = &l.line["zoom"];
     if !z.is_null() {
         assert!(
@@ -271,6 +285,7 @@ fn report_and_diff_pages_load_in_chromium_with_the_verdict_and_every_chart_drawn
         "h200-cupy-managed.json",
         "h200-matmul-late-records.json",
         "h200-torch-paced-late.json",
+        "h200-um-fault-heavy-windows.json",
         "h200-torch-pageable.json",
         "h200-ddp-comm",
         "h200-ddp-even",
@@ -306,6 +321,32 @@ fn report_and_diff_pages_load_in_chromium_with_the_verdict_and_every_chart_drawn
         .chain([diff_page.as_path()])
         .collect();
     let loads = browse(&paths, 1);
+    // The checks of assert_clean have something to check: CUPTI's duty cycles leave
+    // unobserved slots between observed ones (um-fault-heavy), and one thread's syncs
+    // longer than a window were filed whole in the window they ended in (matmul-late).
+    let unobserved_between = |r: &Value| {
+        let busy = r["timelines"]["job"]["gpu_busy_share"].as_array().unwrap();
+        let seen: Vec<usize> = (0..busy.len()).filter(|&i| !busy[i].is_null()).collect();
+        seen.windows(2).any(|w| w[1] > w[0] + 1)
+    };
+    let at = |name: &str| inputs.iter().position(|p| p.ends_with(name)).unwrap();
+    let fault_heavy = at("h200-um-fault-heavy-windows.json");
+    assert!(
+        unobserved_between(&reports[fault_heavy]),
+        "{}",
+        loads[fault_heavy].line
+    );
+    let matmul = at("h200-matmul-late-records.json");
+    let dump: gpuspy_format::Dump =
+        serde_json::from_slice(&std::fs::read(&inputs[matmul]).unwrap()).unwrap();
+    let t = dump.timeline.unwrap();
+    assert_eq!(dump.threads, 1);
+    assert!(t.host.blocked_ns[0]
+        .ns
+        .iter()
+        .any(|&ns| ns > 2 * t.window_ns));
+    let blocked_max = loads[matmul].line["blocked_max"].as_f64().unwrap();
+    assert!(blocked_max > 0.5, "{}", loads[matmul].line);
     for (l, r) in loads.iter().zip(&reports) {
         assert_clean(l);
         assert_gpu_section(l, r);
@@ -384,7 +425,29 @@ fn the_harness_reports_a_script_error_an_empty_chart_and_a_request() {
         ),
     )
     .unwrap();
-    let loads = browse(&[&good, &broken, &empty, &fetching], 1);
+    let cut = dir.path().join("cut.html");
+    std::fs::write(
+        &cut,
+        html.replacen(
+            blank,
+            "<svg class=\"chart\" viewBox=\"0 0 100 20\"><text x=\"90\" y=\"12\">cut</text><rect width=\"9\" height=\"9\"/></svg><main id=\"app\">",
+            1,
+        ),
+    )
+    .unwrap();
+    // The stacked areas joined across the slots CUPTI did not observe, as they once were.
+    let fault_heavy = dir.path().join("fault-heavy.html");
+    html_of(&[&data("h200-um-fault-heavy-windows.json")], &fault_heavy);
+    let joined = dir.path().join("joined.html");
+    let run_ends_at_a_gap = "while (j + 1 < last && top[j + 1] != null) j++;";
+    let page = std::fs::read_to_string(&fault_heavy).unwrap();
+    assert!(page.contains(run_ends_at_a_gap));
+    std::fs::write(
+        &joined,
+        page.replace(run_ends_at_a_gap, "while (j + 1 < last) j++;"),
+    )
+    .unwrap();
+    let loads = browse(&[&good, &broken, &empty, &fetching, &cut, &joined], 1);
     assert_clean(&loads[0]);
     let errors = |l: &Load| l.line["errors"].as_array().unwrap().clone();
     assert!(
@@ -406,6 +469,19 @@ fn the_harness_reports_a_script_error_an_empty_chart_and_a_request() {
         "request: https://example.invalid/x.png",
         "{}",
         loads[3].line
+    );
+    assert_eq!(
+        loads[4].line["labels_outside"],
+        serde_json::json!(["cut: cut"])
+    );
+    let crossed = loads[5].line["gaps_crossed"].as_array().unwrap();
+    assert!(
+        crossed[0]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU busy and idle by cause (share of the time observed): slot "),
+        "{}",
+        loads[5].line
     );
 }
 
@@ -879,4 +955,36 @@ fn strings_of_megabytes_are_cut_in_the_page_and_the_trace() {
         assert_eq!(large.len(), small.len() + grown, "{flag}");
         assert!(large.len() < small.len() + 200 * MAX_STRING_BYTES, "{flag}");
     }
+}
+
+#[test]
+fn a_report_asked_for_files_says_what_it_wrote_instead_of_printing_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = data("h200-um-fault-heavy-windows.json");
+    let page = dir.path().join("page.html");
+    let trace = dir.path().join("trace.json");
+    let wrote = format!("wrote {}\nwrote {}\n", page.display(), trace.display());
+    let args = ["--html", s(&page), "--perfetto", s(&trace), s(&fixture)];
+    let o = gpuspy_cmd(&[&["report"][..], &args].concat());
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(o.stderr.is_empty(), "{o:?}");
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), wrote);
+    // With --json, stdout holds the JSON alone.
+    let o = gpuspy_cmd(&[&["report", "--json"][..], &args].concat());
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(report["verdict"].is_string());
+    assert_eq!(String::from_utf8(o.stderr).unwrap(), wrote);
+    // diff prints its result, then the page it wrote.
+    let o = gpuspy_cmd(&["diff", "--html", s(&page), s(&fixture), s(&fixture)]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.starts_with("gpuspy diff: 1 base run(s), 1 new run(s)"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with(&format!("\nwrote {}\n", page.display())),
+        "{out}"
+    );
 }

@@ -183,8 +183,9 @@ impl Amounts {
             };
             on(&mut a.calls, &t.host.calls);
             on(&mut a.launches, &t.host.launches);
-            for c in &t.host.blocked_ns {
-                on(a.blocked.entry(c.cause).or_insert_with(|| g.zeros()), &c.ns);
+            for (cause, ns) in blocked_windows(t, pr.threads, pr.stop_unix_ns) {
+                let into = a.blocked.entry(cause).or_insert_with(|| g.zeros());
+                g.spread(into, t.start_unix_ns, t.window_ns, ns.into_iter());
             }
             for d in &t.devices {
                 on(&mut a.busy, &d.busy_ns);
@@ -299,6 +300,88 @@ impl Amounts {
             gpu_temp_c: temp,
         }
     }
+}
+
+/// A timeline's blocked time per cause and window, each window holding at most what the
+/// process's `threads` can block in it. The shim files a call in the window it ended in, so
+/// a sync longer than a window lands whole in its last one (a 1.8 s sync is 22 thread-s/s in
+/// one 80 ms window): the sampled blocking calls go back over the windows they span, and
+/// what still passes a window's bound moves to the windows before it, where those calls
+/// began. Every cause keeps its total.
+fn blocked_windows(t: &Timeline, threads: u32, stop: u64) -> Vec<(SyncCause, Vec<f64>)> {
+    let width = t.window_ns.max(1);
+    let n = t
+        .host
+        .blocked_ns
+        .iter()
+        .map(|c| c.ns.len())
+        .max()
+        .unwrap_or(0);
+    let mut causes: Vec<(SyncCause, Vec<f64>)> = t
+        .host
+        .blocked_ns
+        .iter()
+        .map(|c| {
+            let mut ns: Vec<f64> = c.ns.iter().map(|&v| v as f64).collect();
+            ns.resize(n, 0.0);
+            (c.cause, ns)
+        })
+        .collect();
+    let mut sampled: Vec<&HostEvent> = t
+        .longest_blocking
+        .iter()
+        .chain(&t.recent_blocking)
+        .collect();
+    sampled.sort_unstable_by_key(|e| (e.start_unix_ns, e.end_unix_ns, kind_order(e.kind)));
+    sampled.dedup();
+    for e in sampled {
+        let HostEventKind::Sync(cause) = e.kind else {
+            continue;
+        };
+        let Some((_, ns)) = causes.iter_mut().find(|(c, _)| *c == cause) else {
+            continue;
+        };
+        let (start, end) = (e.start_unix_ns.max(t.start_unix_ns), e.end_unix_ns);
+        let last = (end.saturating_sub(t.start_unix_ns) / width) as usize;
+        let (Some(filed), true) = (ns.get_mut(last.min(n.saturating_sub(1))), end > start) else {
+            continue;
+        };
+        // The part of the call its window still holds (a window merged or cut may hold less).
+        let moved = filed.min((end - start) as f64);
+        *filed -= moved;
+        let per_ns = moved / (end - start) as f64;
+        let mut at = start;
+        while at < end {
+            let w = ((at - t.start_unix_ns) / width) as usize;
+            let w_end = t.start_unix_ns + (w as u64 + 1) * width;
+            ns[w.min(n - 1)] += (w_end.min(end) - at) as f64 * per_ns;
+            at = w_end;
+        }
+    }
+    let bound = |i: usize| {
+        let start = t.start_unix_ns + i as u64 * width;
+        let len = (start + width).min(stop.max(start + 1)) - start;
+        f64::from(threads.max(1)) * len as f64
+    };
+    // Excess goes back to earlier windows; what reaches the first goes forward.
+    let order: Vec<(usize, usize)> = (1..n)
+        .rev()
+        .map(|i| (i, i - 1))
+        .chain((1..n).map(|i| (i - 1, i)))
+        .collect();
+    for (from, to) in order {
+        let total: f64 = causes.iter().map(|(_, ns)| ns[from]).sum();
+        let bound = bound(from);
+        if total > bound {
+            let keep = bound / total;
+            for (_, ns) in &mut causes {
+                let excess = ns[from] * (1.0 - keep);
+                ns[from] -= excess;
+                ns[to] += excess;
+            }
+        }
+    }
+    causes
 }
 
 /// `part[i] / whole[i]`, None where `whole[i]` is 0.
@@ -460,6 +543,55 @@ mod tests {
         );
         // The 48 given less the 4 before the grid and the 4 after it.
         assert_eq!(into.iter().sum::<f64>(), 40.0);
+    }
+
+    fn blocked_timeline(column: Vec<u64>, sampled: Vec<HostEvent>) -> Timeline {
+        Timeline {
+            start_unix_ns: 1_000,
+            window_ns: 10 * MS,
+            host: gpuspy_format::timeline::HostWindows {
+                blocked_ns: vec![gpuspy_format::timeline::CauseSeries {
+                    cause: SyncCause::Explicit,
+                    ns: column,
+                }],
+                ..Default::default()
+            },
+            longest_blocking: sampled,
+            ..Timeline::default()
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_sampled_sync_longer_than_a_window_goes_back_over_the_windows_it_spans() {
+        // 11.9 ms from 5 ms into window 0 to 6.9 ms into window 1, all filed in window 1.
+        let sync = HostEvent {
+            start_unix_ns: 1_000 + 5 * MS,
+            end_unix_ns: 1_000 + 16_900_000,
+            kind: HostEventKind::Sync(SyncCause::Explicit),
+        };
+        let t = blocked_timeline(vec![0, 11_900_000, 2 * MS], vec![sync.clone(), sync]);
+        let spread = blocked_windows(&t, 1, 1_000 + 30 * MS);
+        assert_eq!(spread, [(SyncCause::Explicit, vec![5e6, 6.9e6, 2e6])]);
+    }
+
+    #[test]
+    fn blocking_past_the_thread_count_moves_to_the_windows_before() {
+        // 25 ms filed in window 2 by one thread: the calls began in windows 0 and 1.
+        let t = blocked_timeline(vec![0, 4 * MS, 25 * MS], vec![]);
+        let one = blocked_windows(&t, 1, 1_000 + 30 * MS);
+        assert_eq!(one, [(SyncCause::Explicit, vec![9e6, 10e6, 10e6])]);
+        // Two threads can block 20 ms in each window.
+        let two = blocked_windows(&t, 2, 1_000 + 30 * MS);
+        assert_eq!(two, [(SyncCause::Explicit, vec![0.0, 9e6, 20e6])]);
+        // The last window ends with the process: 5 ms of it.
+        let cut = blocked_windows(
+            &blocked_timeline(vec![0, 0, 8 * MS], vec![]),
+            1,
+            1_000 + 25 * MS,
+        );
+        assert_eq!(cut, [(SyncCause::Explicit, vec![0.0, 3e6, 5e6])]);
     }
 
     #[test]

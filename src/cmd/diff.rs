@@ -36,6 +36,9 @@ pub fn diff(
     } else {
         print!("{}", render(&report, o));
     }
+    if let Some(path) = html {
+        super::wrote(path, out.json.is_some());
+    }
     Ok(report.regressions == 0)
 }
 

@@ -21,6 +21,17 @@ fn stdout_if(json: bool) -> Option<JsonTo> {
     json.then_some(JsonTo::Stdout)
 }
 
+/// Says that a view (`--html`, `--perfetto`) was written: on stdout, or on stderr when
+/// stdout holds the JSON alone.
+fn wrote(path: &std::path::Path, json_on_stdout: bool) {
+    let line = format!("wrote {}", safe_text::Escaped(&path.display().to_string()));
+    if json_on_stdout {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
 /// Where `diff`, `check` and `run --check` write their result.
 fn ci_output(files: CiFiles, json: Option<JsonTo>) -> Output {
     Output {

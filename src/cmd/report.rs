@@ -1,5 +1,5 @@
-//! `gpuspy report`: load and analyse the dumps, build the report, render it: on stdout,
-//! and as an HTML page and a Perfetto trace where asked.
+//! `gpuspy report`: load and analyse the dumps, build the report, render it: on stdout, or
+//! as an HTML page and a Perfetto trace where asked (then stdout says what was written).
 
 use crate::analysis::analyse::{self, Analysed};
 use crate::analysis::load;
@@ -37,7 +37,15 @@ pub fn report(
     if let Some(path) = &views.perfetto {
         atomic_file::write(path, |w| perfetto::write(&report, w))?;
     }
-    print_report(&report, json, per_process)
+    let files: Vec<&PathBuf> = views.html.iter().chain(&views.perfetto).collect();
+    // The text report is for a terminal; asked for files, the user reads those.
+    if files.is_empty() || json.is_some() {
+        print_report(&report, json, per_process)?;
+    }
+    for path in files {
+        super::wrote(path, json.is_some());
+    }
+    Ok(())
 }
 
 /// The report as JSON where `json` says, else as text on stdout.

@@ -1,12 +1,20 @@
 // Loads gpuspy HTML pages in the system's headless Chromium (Debian package `chromium`,
 // driven by puppeteer-core, which downloads no browser) and prints one JSON line per load:
 //   {"file", "load_ms", "verdict", "charts", "empty_charts", "canvases", "empty_canvases",
+//    "labels_outside", "labels_overlapping", "gaps_crossed", "blocked_max", "threads",
 //    "zoom", "errors": [...]}
 // `load_ms` is from navigation start to the end of the load event (the page's own
 // performance timing; the browser's start is not in it). `errors` holds console errors,
 // uncaught exceptions and any request that is not the file itself (the page must need no
 // network). `zoom` is null without a timeline, else the timeline's "showing A to B" line
 // before a drag across its first chart, after it, and after a double click there.
+// `labels_outside` lists the labels whose box passes their chart's bounds and
+// `labels_overlapping` the pairs of labels of one chart whose boxes intersect, as
+// "chart title: label". `gaps_crossed` names the timeline charts of GPU shares where a
+// drawn segment spans part of a slot that CUPTI did not observe (no value in the page's
+// data). `blocked_max` is the highest value the host-blocked chart draws (read back from
+// its outline through the chart's scales), null without that chart; `threads` the threads
+// of all processes.
 // tests/views.rs runs this and judges the lines.
 //
 // Usage: node tools/browser/check.mjs [--loads N] FILE...   (CHROMIUM overrides the browser)
@@ -70,6 +78,52 @@ async function load(url, file) {
       return false;
     };
     const charts = [...document.querySelectorAll("svg.chart")];
+    const title = (c) => c.querySelector("text")?.textContent || "?";
+    const labels_outside = [], labels_overlapping = [];
+    for (const c of charts) {
+      const w = c.viewBox.baseVal.width, hgt = c.viewBox.baseVal.height;
+      const boxes = [...c.querySelectorAll("text")].map((t) => [t.textContent, t.getBBox()]);
+      for (const [text, b] of boxes) {
+        if (b.x < -0.5 || b.y < -0.5 || b.x + b.width > w + 0.5 || b.y + b.height > hgt + 0.5) labels_outside.push(`${title(c)}: ${text}`);
+      }
+      boxes.forEach(([text, a], i) => boxes.slice(i + 1).forEach(([other, b]) => {
+        const apart = a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y;
+        if (!apart) labels_overlapping.push(`${title(c)}: ${text} / ${other}`);
+      }));
+    }
+    // Each path's segments as [x0, y0, x1, y1] (the commands view.js writes: M, L, H, Z).
+    const segments = (path) => {
+      const out = [];
+      let x = 0, y = 0, sx = 0, sy = 0;
+      for (const [, cmd, args] of path.getAttribute("d").matchAll(/([MLHZ])([^MLHZ]*)/g)) {
+        const n = args.trim().split(/[ ,]+/).filter(Boolean).map(Number);
+        const [nx, ny] = cmd === "M" || cmd === "L" ? n : cmd === "H" ? [n[0], y] : [sx, sy];
+        if (cmd === "M") { sx = nx; sy = ny; } else out.push([x, y, nx, ny]);
+        x = nx; y = ny;
+      }
+      return out;
+    };
+    const data = JSON.parse(document.getElementById("data").textContent).page;
+    const timelines = data.timelines;
+    const gaps_crossed = [];
+    let blocked_max = null;
+    for (const c of document.querySelectorAll("#timeline svg.chart[data-view]")) {
+      const [from, to] = c.dataset.view.split(" ").map(Number), step = Number(c.dataset.step);
+      const [x0, x1, base, topY] = c.dataset.plot.split(" ").map(Number), yMax = Number(c.dataset.yMax);
+      const px = (t) => x0 + ((t - from) / (to - from)) * (x1 - x0);
+      const paths = [...c.querySelectorAll("path")].flatMap(segments);
+      if (title(c).startsWith("GPU busy")) {
+        timelines.job.gpu_busy_share.forEach((v, i) => {
+          if (v != null) return;
+          const a = Math.max(px(i * step), x0) + 0.5, b = Math.min(px((i + 1) * step), x1) - 0.5;
+          if (b > a && paths.some(([sx, , ex]) => Math.max(sx, ex) > a && Math.min(sx, ex) < b)) gaps_crossed.push(`${title(c)}: slot ${i}`);
+        });
+      }
+      if (title(c).startsWith("Host blocked")) {
+        const highest = Math.min(...paths.flatMap(([, sy, , ey]) => [sy, ey]));
+        blocked_max = ((base - highest) / (base - topY)) * yMax;
+      }
+    }
     const canvases = [...document.querySelectorAll("canvas")];
     const verdict = document.getElementById("verdict");
     const gpu = document.getElementById("gpu");
@@ -81,6 +135,11 @@ async function load(url, file) {
       canvases: canvases.length,
       empty_canvases: canvases.filter((c) => !painted(c)).length,
       gpu: gpu ? gpu.innerText : null,
+      labels_outside,
+      labels_overlapping,
+      gaps_crossed,
+      blocked_max,
+      threads: (data.processes || []).reduce((sum, p) => sum + p.threads, 0),
     };
   });
   const zoom = await dragAndReset(page);

@@ -66,19 +66,32 @@
     svg.append(s("text", { x: M.l, y: 13, style: "font-weight:600;fill:#1d2330" }, title));
     return svg;
   }
-  function yAxis(svg, w, hgt, max, fmt, log) {
-    const ticks = log ? logTicks(1, max) : [0, max / 2, max];
-    for (const v of ticks) {
-      const y = log ? yLog(v, max, hgt) : hgt - M.b - (v / max) * (hgt - M.t - M.b);
-      svg.append(s("line", { class: "gridline", x1: M.l, x2: w - M.r, y1: y, y2: y }));
-      svg.append(s("text", { x: M.l - 6, y: y + 4, "text-anchor": "end" }, fmt(v)));
+  // Moves every label of a drawn chart that would be cut at its left or right edge inside
+  // (2 px in), and the time axis's labels right of the count axis's: a label at the end of
+  // its axis is centred on its tick only as far as it fits.
+  function keepLabelsInside(svg, w) {
+    for (const t of svg.querySelectorAll("text")) {
+      const b = t.getBBox(), x = Number(t.getAttribute("x"));
+      const lo = t.classList.contains("x-label") ? M.l - 4 : 2, hi = w - 2;
+      const shift = b.x < lo ? lo - b.x : b.x + b.width > hi ? hi - b.x - b.width : 0;
+      if (shift) t.setAttribute("x", (x + shift).toFixed(1));
     }
   }
-  const yLog = (v, max, hgt) => hgt - M.b - (Math.log10(v) / Math.log10(Math.max(max, 10))) * (hgt - M.t - M.b);
+  function yAxis(svg, w, hgt, max, fmt) {
+    for (const v of [0, max / 2, max]) gridline(svg, w, hgt - M.b - (v / max) * (hgt - M.t - M.b), fmt(v));
+  }
+  function gridline(svg, w, y, label) {
+    svg.append(s("line", { class: "gridline", x1: M.l, x2: w - M.r, y1: y, y2: y }));
+    svg.append(s("text", { x: M.l - 6, y: y + 4, "text-anchor": "end" }, label));
+  }
+  // Powers of ten from lo to hi (every other one when there are many); on an axis of less
+  // than two decades the 2s and 5s between them too, so that it still has labels.
   function logTicks(lo, hi) {
     const out = [];
-    for (let p = Math.floor(Math.log10(Math.max(lo, 1))); p <= Math.ceil(Math.log10(Math.max(hi, 1))); p++) out.push(10 ** p);
-    return out.length > 7 ? out.filter((_, i) => i % 2 === 0) : out;
+    for (let p = Math.floor(Math.log10(lo)); p <= Math.ceil(Math.log10(hi)); p++) out.push(10 ** p);
+    const inside = (t) => t >= lo * 0.999 && t <= hi * 1.001;
+    if (hi / lo >= 100) return (out.length > 7 ? out.filter((_, i) => i % 2 === 0) : out).filter(inside);
+    return out.flatMap((t) => [t, 2 * t, 5 * t]).filter(inside);
   }
   function niceStep(span, n) {
     const raw = span / n, p = 10 ** Math.floor(Math.log10(raw));
@@ -123,41 +136,54 @@
       if (!spec.yMax) for (const t of tops) for (let i = first; i < last; i++) if (t[i] > max) max = t[i];
       max = max > 0 ? max * (spec.yMax ? 1 : 1.08) : 1;
       const y = (v) => H - M.b - (Math.min(v, max) / max) * (H - M.t - M.b);
+      // The scales, for tools/browser/check.mjs to read values back from the drawing.
+      Object.assign(svg.dataset, { view: `${from} ${to}`, step, plot: `${M.l} ${W - M.r} ${H - M.b} ${M.t}`, yMax: max });
       yAxis(svg, W, H, max, spec.fmt);
       const tick = niceStep(to - from, 8);
       for (let t = Math.ceil(from / tick) * tick; t <= to; t += tick) {
         svg.append(s("line", { class: "axis", x1: x(t), x2: x(t), y1: H - M.b, y2: H - M.b + 4 }));
-        svg.append(s("text", { x: x(t), y: H - 6, "text-anchor": "middle" }, secs(t)));
+        svg.append(s("text", { class: "x-label", x: x(t), y: H - 6, "text-anchor": "middle" }, secs(t)));
       }
+      let labelsEnd = -Infinity;
       for (const p of spec.phases) {
         const a = Math.max(from, p.start), b = Math.min(to, p.end);
         if (b <= a) continue;
         svg.append(s("rect", { class: "phase", x: x(a), y: M.t, width: x(b) - x(a), height: H - M.t - M.b }));
-        svg.append(s("text", { class: "phase-label", x: x(a) + 3, y: M.t + 10 }, p.name));
+        // A label starts at its phase, or ends at the chart's edge; one that would run into
+        // the label before it is left out (the phase's shading stays).
+        const label = s("text", { class: "phase-label", x: x(a) + 3, y: M.t + 10 }, p.name);
+        svg.append(label);
+        const width = label.getComputedTextLength();
+        const at = Math.min(x(a) + 3, W - M.r - width);
+        if (at < labelsEnd + 6) label.remove();
+        else { label.setAttribute("x", at.toFixed(1)); labelsEnd = at + width; }
       }
+      // A slot with no value (nothing observed it) is a gap: each run of slots with values
+      // is its own line, or its own closed area, so nothing is drawn across a gap.
+      const left = (i) => x(Math.max(from, i * step)).toFixed(1), right = (i) => x(Math.min(to, (i + 1) * step)).toFixed(1);
       spec.series.forEach((se, k) => {
-        let d = "";
         const top = tops[k];
+        let d = "";
         for (let i = first; i < last; i++) {
           if (top[i] == null) continue;
-          const x0 = x(Math.max(from, i * step)), x1 = x(Math.min(to, (i + 1) * step));
-          const joined = i > first && top[i - 1] != null;
-          d += `${joined ? "L" : "M"}${x0.toFixed(1)} ${y(top[i]).toFixed(1)}H${x1.toFixed(1)}`;
+          let j = i;
+          while (j + 1 < last && top[j + 1] != null) j++;
+          let run = "";
+          for (let m = i; m <= j; m++) run += `${m === i ? "M" : "L"}${left(m)} ${y(top[m]).toFixed(1)}H${right(m)}`;
+          if (spec.stacked) {
+            for (let m = j; m >= i; m--) run += `L${right(m)} ${y(top[m] - (se.values[m] || 0)).toFixed(1)}H${left(m)}`;
+            run += "Z";
+          }
+          d += run;
+          i = j;
         }
         if (!d) return;
-        if (spec.stacked) {
-          let back = "";
-          for (let i = last - 1; i >= first; i--) {
-            if (top[i] == null) continue;
-            const below = top[i] - (se.values[i] || 0);
-            back += `L${x(Math.min(to, (i + 1) * step)).toFixed(1)} ${y(below).toFixed(1)}H${x(Math.max(from, i * step)).toFixed(1)}`;
-          }
-          svg.append(s("path", { d: d + back + "Z", fill: se.color, "fill-opacity": 0.55, stroke: se.color, "stroke-width": 1 }));
-        } else {
-          svg.append(s("path", { d, fill: "none", stroke: se.color, "stroke-width": 1.5 }));
-        }
+        svg.append(spec.stacked
+          ? s("path", { d, fill: se.color, "fill-opacity": 0.55, stroke: se.color, "stroke-width": 1 })
+          : s("path", { d, fill: "none", stroke: se.color, "stroke-width": 1.5 }));
       });
       svg.append(s("line", { class: "axis", x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
+      keepLabelsInside(svg, W);
     };
     brush(svg, W, (a, b) => {
       const [from, to] = timeline.view, t = (px) => from + ((px - M.l) / (W - M.l - M.r)) * (to - from);
@@ -194,55 +220,68 @@
   }
 
   // ---- histograms and bars ------------------------------------------------------------------
-  // Latency histogram: the dump's log-linear buckets on a log time axis, counts on a log axis.
+  // Latency histogram: the dump's log-linear buckets on a log time axis; counts on a log
+  // axis of 1 + count, from 0 at the base to the power of ten above the largest, so that a
+  // bucket of one call is as visible as the axis allows (full height when it is the most).
   function histogram(parent, title, buckets, domain, color) {
     const W = 540, H = 170;
     const svg = frame(W, H, title);
+    parent.append(svg);
     const [lo, hi] = domain || histDomain([buckets]);
     const lx = (v) => M.l + ((Math.log10(Math.max(v, 1)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (W - M.l - M.r);
-    const maxCount = Math.max(...buckets.map((b) => b[2]), 1);
-    yAxis(svg, W, H, maxCount, num, true);
+    const top = 10 ** Math.ceil(Math.log10(Math.max(...buckets.map((b) => b[2]), 1)));
+    const y = (n) => H - M.b - (Math.log10(1 + n) / Math.log10(1 + top)) * (H - M.t - M.b);
+    // 0 only where it stays apart from 1.
+    for (const v of (top <= 100 ? [0] : []).concat(logTicks(1, top))) gridline(svg, W, y(v), v < 1000 ? String(v) : num(v));
     let d = "";
     for (const [a, b, n] of buckets) {
-      const x0 = lx(a), x1 = Math.max(lx(b), x0 + 1), y = yLog(Math.max(n, 1), maxCount, H);
-      const y0 = n === 1 ? y - 2 : y; // a single call stays visible on the log axis
-      d += `M${x0.toFixed(1)} ${H - M.b}V${y0.toFixed(1)}H${x1.toFixed(1)}V${H - M.b}Z`;
+      if (!n) continue;
+      const x0 = lx(a), x1 = Math.max(lx(b), x0 + 3);
+      d += `M${x0.toFixed(1)} ${H - M.b}V${y(n).toFixed(1)}H${x1.toFixed(1)}V${H - M.b}Z`;
     }
     svg.append(s("path", { d, fill: color || COLORS[0] }));
-    for (const t of logTicks(lo, hi)) {
-      if (t < lo || t > hi) continue;
-      svg.append(s("text", { x: lx(t), y: H - 6, "text-anchor": "middle" }, dur(t)));
-    }
+    for (const t of logTicks(lo, hi)) svg.append(s("text", { class: "x-label", x: lx(t), y: H - 6, "text-anchor": "middle" }, dur(t)));
     svg.append(s("line", { class: "axis", x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
-    parent.append(svg);
+    keepLabelsInside(svg, W);
   }
+  // The time axis of histograms: the buckets' span with a margin, at least a factor of 10.
   function histDomain(lists) {
-    const all = lists.flat();
-    const lo = Math.max(1, Math.min(...all.map((b) => b[0])));
-    const hi = Math.max(...all.map((b) => b[1]));
-    return [10 ** Math.floor(Math.log10(lo)), 10 ** Math.ceil(Math.log10(Math.max(hi, lo * 10)))];
+    const all = lists.flat().filter((b) => b[2] > 0);
+    if (!all.length) return [1, 10];
+    let lo = Math.max(1, Math.min(...all.map((b) => b[0])) / 1.25);
+    let hi = Math.max(...all.map((b) => b[1])) * 1.25;
+    const widen = Math.sqrt(10 / (hi / lo));
+    if (widen > 1) { lo = Math.max(1, lo / widen); hi *= widen; }
+    return [lo, Math.max(hi, lo * 10)];
   }
 
   // Horizontal bars: one row per item, the value drawn against the largest.
   function bars(parent, title, rows) {
     const W = 1120, row = 18, H = M.t + rows.length * row + 8;
     const svg = frame(W, H, title);
+    parent.append(svg);
     const max = Math.max(...rows.map((r) => r.value), 1e-12);
-    const left = 420, right = 160, width = W - left - right;
+    const left = 420, right = 260, width = W - left - right;
     rows.forEach((r, i) => {
       const y = M.t + i * row;
-      const label = r.label.length > 64 ? r.label.slice(0, 63) + "…" : r.label;
-      svg.append(s("text", { x: left - 8, y: y + 12, "text-anchor": "end" }, label));
+      const label = s("text", { x: left - 8, y: y + 12, "text-anchor": "end" }, r.label);
+      svg.append(label);
+      // Cut at the end to the room left of the bars.
+      const room = left - 12, width = label.getComputedTextLength();
+      for (let n = Math.floor((r.label.length * room) / width); width > room && label.getComputedTextLength() > room && n > 1; n -= 2) {
+        label.textContent = r.label.slice(0, n - 1) + "…";
+      }
       svg.append(s("rect", { x: left, y: y + 2, width: Math.max(1, (r.value / max) * width), height: row - 5, fill: r.color || COLORS[0] }));
       svg.append(s("text", { x: left + (r.value / max) * width + 6, y: y + 12 }, r.text));
     });
-    parent.append(svg);
+    keepLabelsInside(svg, W);
   }
 
   // Columns per rank: each series one path of thin columns side by side.
   function rankColumns(parent, title, ranks, series, highlight) {
     const W = 1120, H = 170;
     const svg = frame(W, H, title);
+    parent.append(svg, legend(series));
     const max = Math.max(...series.flatMap((se) => ranks.map(se.value)).filter((v) => v != null), 1e-9);
     yAxis(svg, W, H, max, pct);
     const slot = (W - M.l - M.r) / ranks.length, wide = slot / series.length;
@@ -264,10 +303,10 @@
     }
     const every = Math.max(1, Math.ceil(ranks.length / 20));
     ranks.forEach((r, i) => {
-      if (i % every === 0) svg.append(s("text", { x: M.l + (i + 0.5) * slot, y: H - 6, "text-anchor": "middle" }, r.rank));
+      if (i % every === 0) svg.append(s("text", { class: "x-label", x: M.l + (i + 0.5) * slot, y: H - 6, "text-anchor": "middle" }, r.rank));
     });
     svg.append(s("line", { class: "axis", x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }));
-    parent.append(svg, legend(series));
+    keepLabelsInside(svg, W);
   }
 
   // GPU busy share per rank and slot as a heat map on a canvas (1,000 ranks are 1,000 rows).
