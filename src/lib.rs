@@ -7,13 +7,15 @@
 //! - `render`: formats a report (text, JSON, HTML, Perfetto, CI outputs), computes nothing;
 //! - `analysis`: `load` (read, validate, merge into a `profile`) -> `analyse` (every
 //!   judgement once, with `diagnose` and `rules`) -> `report` (one typed `Report`);
-//! - `units`, `safe_text`, `atomic_file`, `side_files`: helpers that know no report.
+//! - `units`, `safe_text`, `atomic_file`, `side_files`, `did_you_mean`: helpers that know
+//!   no report.
 
 pub mod cli;
 pub mod cmd;
 
 mod analysis;
 mod atomic_file;
+mod did_you_mean;
 mod render;
 mod safe_text;
 mod side_files;

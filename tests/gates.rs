@@ -1,4 +1,5 @@
 use crate::support::*;
+use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
@@ -209,4 +210,42 @@ fn run_check_without_a_dump_does_not_pass() {
         "{err}"
     );
     assert_eq!(gate("exit 3").status.code(), Some(3));
+}
+
+#[test]
+fn diff_calls_unchanged_only_what_its_test_did_not_tell_apart() {
+    let out = gpuspy_cmd(&[
+        "diff",
+        "--json",
+        s(&data("h200-ddp-even")),
+        s(&data("h200-ddp-slow")),
+    ]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p_value = |c: &Value| -> Option<f64> {
+        let detail = c["detail"].as_str().unwrap();
+        let at = detail.find("p = ")? + 4;
+        detail[at..].split(',').next()?.parse().ok()
+    };
+    let mut minor = 0;
+    for c in r["changes"].as_array().unwrap() {
+        match (c["kind"].as_str().unwrap(), p_value(c)) {
+            ("unchanged", Some(p)) => assert!(p >= 0.05, "{c}"),
+            ("minor", Some(p)) => {
+                assert!(p < 0.05, "{c}");
+                minor += 1;
+            }
+            ("minor", None) => panic!("a minor change without its test: {c}"),
+            _ => {}
+        }
+    }
+    // Such as cuEventRecord p50, 311 ns -> 227 ns at p < 0.001: 0.0 % of the driver time.
+    assert_eq!(minor, 25, "{r}");
+    let text = String::from_utf8(
+        gpuspy_cmd(&["diff", s(&data("h200-ddp-even")), s(&data("h200-ddp-slow"))]).stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains(&format!("  {minor} latency shift(s) under the threshold, the floor or the driver-time share (`--json` lists them)\n")),
+        "{text}"
+    );
 }

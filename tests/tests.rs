@@ -39,6 +39,9 @@ mod lifecycle;
 /// Merging crafted dumps: each once, a process's images as one, the job's span,
 /// saturating counts, redacted secrets, dumps planted by another user.
 mod merging;
+/// What the CLI says to newcomers' mistakes: a disabled shim, a misspelt rule, a report
+/// JSON where a dump was expected.
+mod messages;
 /// NVTX ranges through the shim as injection library: counts, named pauses, other tools.
 mod nvtx;
 /// Phases, the steady state and the cause of GPU idle time, on crafted schema-2 dumps.

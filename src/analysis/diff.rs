@@ -33,6 +33,10 @@ pub enum Kind {
     Regression,
     Improvement,
     Changed,
+    /// A latency the test tells apart (p < alpha) that moved less than the threshold or
+    /// the floor, or of an API with too small a share of the driver time, to be judged.
+    Minor,
+    /// What the test did not tell apart, or did not move.
     Unchanged,
 }
 
@@ -154,12 +158,17 @@ fn judge_latency(
     let rel = relative(bq as f64, nq as f64);
     let significant = test.p_value < o.alpha;
     let material = share >= o.min_share && bq.abs_diff(nq) >= o.floor_ns;
-    let kind = if significant && material && rel >= o.threshold && test.direction > 0.0 {
+    // A significant shift too small to matter, or whose quantile moved against the
+    // distribution, is `minor`: `unchanged` is kept for what the test did not tell apart,
+    // so that its p-value says so.
+    let kind = if !significant {
+        Kind::Unchanged
+    } else if material && rel >= o.threshold && test.direction > 0.0 {
         Kind::Regression
-    } else if significant && material && rel <= -o.threshold && test.direction < 0.0 {
+    } else if material && rel <= -o.threshold && test.direction < 0.0 {
         Kind::Improvement
     } else {
-        Kind::Unchanged
+        Kind::Minor
     };
     Change {
         kind,
@@ -412,9 +421,13 @@ fn collective_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change
     }
 }
 
-/// Findings whose impact moved by at least the threshold, in points of the time they are
-/// measured against. A finding near the warning line flips between warning and info from
-/// run to run; only a material change in its impact is a regression.
+/// Findings whose impact moved by at least the threshold, in points of the run's time. A
+/// finding near the warning line flips between warning and info from run to run; only a
+/// material change in its impact counts. Its word follows the time it loses per run
+/// (impact times the wall time per run), not the points: a sync that doubles makes the run
+/// slower and sync-stalled's share smaller (the host's work is a smaller part of a longer
+/// step), which is no improvement. Points and time lost that disagree, or time lost that
+/// moved less than the threshold, read `changed`.
 fn finding_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) {
     let impacts = |side: &Side| -> BTreeMap<&'static str, f64> {
         side.job
@@ -425,6 +438,8 @@ fn finding_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) 
             .collect()
     };
     let (b, n) = (impacts(base), impacts(new));
+    let wall = |side: &Side| side.per_run(|p| p.span_ns() as f64);
+    let (b_wall, n_wall) = (wall(base), wall(new));
     let ids: BTreeSet<&&str> = b.keys().chain(n.keys()).collect();
     for id in ids {
         let (bi, ni) = (
@@ -432,19 +447,29 @@ fn finding_changes(base: &Side, new: &Side, o: &Options, out: &mut Vec<Change>) 
             n.get(id).copied().unwrap_or(0.0),
         );
         let moved = ni - bi;
-        let kind = if moved >= o.threshold && ni >= WARNING_IMPACT {
+        if moved.abs() < o.threshold {
+            continue;
+        }
+        let (b_lost, n_lost) = (bi * b_wall, ni * n_wall);
+        let lost = relative(b_lost, n_lost);
+        let kind = if moved > 0.0 && lost >= o.threshold && ni >= WARNING_IMPACT {
             Kind::Regression
-        } else if -moved >= o.threshold {
+        } else if moved < 0.0 && lost <= -o.threshold {
             Kind::Improvement
         } else {
-            continue;
+            Kind::Changed
         };
         out.push(Change {
             kind,
             what: format!("finding {id} impact"),
             base: whole_percent(bi),
             new: whole_percent(ni),
-            detail: format!("{:+.0} points; `gpuspy explain {id}`", moved * 100.0),
+            detail: format!(
+                "{:+.0} points, time lost {} -> {} per run; `gpuspy explain {id}`",
+                moved * 100.0,
+                duration(b_lost as u64),
+                duration(n_lost as u64)
+            ),
         });
     }
 }
@@ -583,7 +608,8 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
         Kind::Regression => 0,
         Kind::Improvement => 1,
         Kind::Changed => 2,
-        Kind::Unchanged => 3,
+        Kind::Minor => 3,
+        Kind::Unchanged => 4,
     });
     let notes: Vec<String> = [("base", base_runs), ("new", new_runs)]
         .iter()
@@ -651,6 +677,69 @@ mod tests {
             .collect();
         assert!(names.contains(&"finding launch-bound impact"), "{names:?}");
         assert!(names.contains(&"cuLaunchKernel p50"), "{names:?}");
+    }
+
+    /// Runs of `wall_s` whose host waits `blocked_ms` in 200 explicit syncs and works the
+    /// rest: sync-stalled's time lost is the work, min(work, wait).
+    fn stalled_runs(wall_s: f64, blocked_ms: f64) -> Vec<Run> {
+        (0..3)
+            .map(|i| Run {
+                name: format!("run{i}"),
+                analysed: analyse::merged(
+                    run(wall_s)
+                        .sync(SyncCause::Explicit, 200, blocked_ms)
+                        .build(),
+                ),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_slower_run_is_never_improved_though_its_findings_share_falls() {
+        // 300 ms of work a run throughout; the syncs grow, so the run gets slower and
+        // sync-stalled's share of it falls from 30 % to 15 % and below.
+        let base = stalled_runs(1.0, 700.0);
+        for wall_s in [2.0, 3.0, 6.0] {
+            let r = compare(
+                &base,
+                &stalled_runs(wall_s, wall_s * 1e3 - 300.0),
+                &options(),
+            );
+            let improved: Vec<&Change> = r
+                .changes
+                .iter()
+                .filter(|c| c.kind == Kind::Improvement)
+                .collect();
+            assert!(improved.is_empty(), "{wall_s} s: {improved:?}");
+            let f = r
+                .changes
+                .iter()
+                .find(|c| c.what == "finding sync-stalled impact")
+                .unwrap();
+            assert_eq!(f.kind, Kind::Changed, "{f:?}");
+            assert!(
+                f.detail.contains("time lost 300 ms -> 300 ms per run"),
+                "{f:?}"
+            );
+        }
+        // The same share of a run twice as long is listed by the overall wall time and
+        // the syncs' blocked time, not as a finding whose impact moved.
+        let r = compare(&base, &stalled_runs(2.0, 1400.0), &options());
+        assert!(
+            !r.changes
+                .iter()
+                .any(|c| c.what == "finding sync-stalled impact"),
+            "an unmoved share is not listed: {:?}",
+            r.changes
+        );
+        // Fewer syncs in a run as long: the finding's time lost falls, improved.
+        let r = compare(&base, &stalled_runs(1.0, 150.0), &options());
+        let f = r
+            .changes
+            .iter()
+            .find(|c| c.what == "finding sync-stalled impact")
+            .unwrap();
+        assert_eq!(f.kind, Kind::Improvement, "{f:?}");
     }
 
     fn gpu_runs(busy_ms: u64, gemm_us: u64) -> Vec<Run> {

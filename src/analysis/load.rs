@@ -48,8 +48,22 @@ pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Prof
             "note: left out {copies} dump(s) of a process image another file holds too (same host, pid, start time, first call, run token and image): each image counts once, from its latest dump"
         ));
     }
+    // A file named like a dump that holds none is skipped where a directory listing found
+    // it (`gpuspy report --json DIR > DIR/gpuspy-report.json` leaves one, empty while the
+    // report runs), and an error where it was named.
+    let named: BTreeSet<&PathBuf> = paths.iter().filter(|p| !p.is_dir()).collect();
+    let mut skipped = Vec::new();
     for file in files {
-        let (dump, meta) = read_dump(&file)?;
+        let (dump, meta) = match read_dump(&file) {
+            Ok(read) => read,
+            Err(e) => match holds_no_dump(&file).filter(|_| !named.contains(&file)) {
+                Some(what) => {
+                    skipped.push(format!("{} ({})", file.display(), what.describe()));
+                    continue;
+                }
+                None => return Err(e),
+            },
+        };
         match owner_of(&file, &meta) {
             Owner::Trusted => {}
             Owner::TheirDirectory(dir) => {
@@ -60,6 +74,16 @@ pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Prof
         let one = Profile::from_dump(&file, dump);
         each(&one);
         p.absorb(one);
+    }
+    if !skipped.is_empty() {
+        crate::safe_text::eprint_line(format_args!(
+            "note: skipped {} file(s) named like dumps that hold none: {}",
+            skipped.len(),
+            skipped.join(", ")
+        ));
+        if p.processes.is_empty() {
+            bail!("no gpuspy dumps left to report once those are skipped");
+        }
     }
     if !theirs.is_empty() {
         crate::safe_text::eprint_line(format_args!(
@@ -237,8 +261,68 @@ pub fn read_dump(path: &Path) -> Result<(Dump, Metadata)> {
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{}: not JSON (not UTF-8 text)", path.display()))?;
-    let dump = parse_dump(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let dump = parse_dump(&text).map_err(|e| match foreign(&text) {
+        Some(Foreign::Report) => anyhow::anyhow!(
+            "{}: not a gpuspy dump: it looks like a report JSON (`gpuspy report --json` \
+             output); report the dumps it was made from",
+            path.display()
+        ),
+        _ => anyhow::anyhow!("{}: {e}", path.display()),
+    })?;
     Ok((dump, meta))
+}
+
+/// What a file named like a dump holds instead of one, where it holds nothing of one: not
+/// a damaged dump (truncated, malformed), which is worth an error wherever it is found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Foreign {
+    Empty,
+    /// `gpuspy report --json` output: its `schema_version`, `findings` and `layers`.
+    Report,
+    /// A JSON object without the dump's `"schema": "gpuspy-dump"`.
+    OtherJson,
+}
+
+impl Foreign {
+    fn describe(self) -> &'static str {
+        match self {
+            Foreign::Empty => "empty",
+            Foreign::Report => "a report JSON",
+            Foreign::OtherJson => "JSON of another kind",
+        }
+    }
+}
+
+fn foreign(text: &str) -> Option<Foreign> {
+    use serde::de::IgnoredAny;
+    #[derive(Deserialize)]
+    struct Keys {
+        schema: Option<IgnoredAny>,
+        schema_version: Option<IgnoredAny>,
+        findings: Option<IgnoredAny>,
+        layers: Option<IgnoredAny>,
+    }
+    if text.trim().is_empty() {
+        return Some(Foreign::Empty);
+    }
+    let keys: Keys = serde_json::from_str(text).ok()?;
+    if keys.schema.is_some() {
+        return None;
+    }
+    let report = keys.schema_version.is_some() && keys.findings.is_some() && keys.layers.is_some();
+    Some(if report {
+        Foreign::Report
+    } else {
+        Foreign::OtherJson
+    })
+}
+
+/// What the file at `path` holds instead of a dump, read again on the error path only.
+fn holds_no_dump(path: &Path) -> Option<Foreign> {
+    let (file, _) = open_dump(path).ok()?;
+    let mut text = String::new();
+    file.take(MAX_DUMP_BYTES).read_to_string(&mut text).ok()?;
+    foreign(&text)
 }
 
 /// The dump file `path` opened, if it is a regular file within the size limit.

@@ -153,19 +153,9 @@ fn check_api_name(name: &str) -> Result<(), String> {
              (it counts all of its variants)"
         ));
     }
-    let lower = name.to_ascii_lowercase();
-    let closest = HOOKED_APIS
-        .iter()
-        .map(|known| {
-            (
-                strsim::jaro_winkler(&lower, &known.to_ascii_lowercase()),
-                known,
-            )
-        })
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .filter(|&(similarity, _)| similarity >= 0.8);
+    let closest = crate::did_you_mean::closest(name, HOOKED_APIS.iter().copied());
     Err(match closest {
-        Some((_, known)) => {
+        Some(known) => {
             format!("[api.{name}]: gpuspy records no API {name}; did you mean {known}?")
         }
         None => format!(

@@ -64,12 +64,16 @@ fn render(r: &DiffReport, o: &Options) -> String {
             Escaped(&c.detail)
         ));
     }
-    let mut unchanged = 0;
+    let (mut minor, mut unchanged) = (0, 0);
     for c in &r.changes {
         let label = match c.kind {
             Kind::Regression => "REGRESSION",
             Kind::Improvement => "improved",
             Kind::Changed => "changed",
+            Kind::Minor => {
+                minor += 1;
+                continue;
+            }
             Kind::Unchanged => {
                 unchanged += 1;
                 continue;
@@ -81,6 +85,11 @@ fn render(r: &DiffReport, o: &Options) -> String {
             c.base,
             c.new,
             Escaped(&c.detail)
+        ));
+    }
+    if minor > 0 {
+        out.push_str(&format!(
+            "  {minor} latency shift(s) under the threshold, the floor or the driver-time share (`--json` lists them)\n"
         ));
     }
     out.push_str(&format!(

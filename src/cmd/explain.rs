@@ -22,6 +22,9 @@ pub fn explain(id: Option<&str>, markdown_table: bool) -> Result<()> {
         Some(id) => {
             let Some(rule) = rules::find(id) else {
                 let ids: Vec<&str> = rules::ALL.iter().map(|r| r.id()).collect();
+                if let Some(known) = crate::did_you_mean::closest(id, ids.iter().copied()) {
+                    bail!("no rule named {id}; did you mean {known}? (`gpuspy explain` lists the rules)");
+                }
                 bail!("no rule named {id}; rules: {}", ids.join(", "));
             };
             println!(

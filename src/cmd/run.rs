@@ -181,6 +181,9 @@ pub fn run(
                      or add the directory holding {DRIVER_LIBRARY} to LD_LIBRARY_PATH"
                 )
             }
+            Ok(()) if disabled => "GPUSPY_DISABLE is set (and not 0), which turns the shim's \
+                                   recording off: unset it to record"
+                .to_string(),
             Ok(()) => "it made no CUDA driver call that gpuspy saw. It may have run on the CPU \
                        only, a launcher may have removed LD_PRELOAD or GPUSPY_RUN_TOKEN, the \
                        binary may be setuid, or it may link the driver statically"
