@@ -162,7 +162,7 @@ fn fuzz_numbers(value: &mut Value, choices: &mut Choices, one_in: u64) {
         Value::Array(items) => items
             .iter_mut()
             .for_each(|v| fuzz_numbers(v, choices, one_in)),
-        Value::Number(n) if choices.next() % one_in == 0 => {
+        Value::Number(n) if choices.next().is_multiple_of(one_in) => {
             let pick = choices.next() % 5;
             *value = if let Some(u) = n.as_u64() {
                 Value::from(match pick {
