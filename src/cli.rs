@@ -76,8 +76,9 @@ Environment:
     },
     /// Report on dumps: files, or directories of them (merged).
     ///
-    /// The report opens with the diagnosis. Dumps of several runs in one directory (other
-    /// run tokens, other commands, hours apart) are merged with a note that names each run.
+    /// The report opens with the diagnosis. Of dumps of several runs in the directories
+    /// named (other run tokens, or hours apart), only the latest run is reported, with a
+    /// note; `--all-runs` merges them, with a note that names each run.
     #[command(after_help = "Examples:
   gpuspy report gpuspy-out/
   gpuspy report --per-process gpuspy-out/gpuspy-node1-4242.json
@@ -100,6 +101,9 @@ Environment: none; the shim's variables act when the dumps are written.")]
         /// trace-event JSON, under 10 MB); stdout then says `wrote FILE`.
         #[arg(long, value_name = "FILE")]
         perfetto: Option<PathBuf>,
+        /// Merge every run the directories hold, not only the latest.
+        #[arg(long)]
+        all_runs: bool,
         /// Dump files, directories of dumps, or directories whose subdirectories hold dumps
         /// (one per node, say); everything named is merged into one report.
         #[arg(required = true)]

@@ -1,6 +1,7 @@
 use crate::support::*;
 use gpuspy_format::Ending;
 use serde_json::json;
+use std::path::Path;
 use std::process::Command;
 
 /// `gpuspy report ARGS`: exit code, stdout, stderr.
@@ -194,8 +195,9 @@ fn a_run_named_twice_is_checked_once() {
 }
 
 /// A directory holding several runs: two `gpuspy run`s (different tokens and commands), and
-/// dumps without a token written hours later. The report merges them, says so under its
-/// headline, and names each run; `--json` lists them in `runs`.
+/// dumps without a token written hours later. The report is of the latest run, with a note;
+/// `--all-runs` merges them, says so under its headline, and names each run; `--json` lists
+/// them in `runs`.
 #[test]
 fn a_directory_of_several_runs_says_so_and_names_each() {
     let dir = tempfile::tempdir().unwrap();
@@ -221,14 +223,31 @@ fn a_directory_of_several_runs_says_so_and_names_each() {
             String::from_utf8_lossy(&run.stderr)
         );
     }
-    let r = report_json(&[&out]);
+    let (code, latest, stderr) = report(&["--json", s(&out)]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stderr,
+        "gpuspy: note: left out 1 older run(s) in these directories: this report is of the latest run (`--all-runs` merges them all)\n"
+    );
+    let latest: serde_json::Value = serde_json::from_str(&latest).unwrap();
+    assert_eq!(latest["runs"].as_array().unwrap().len(), 1, "{latest}");
+    assert_eq!(latest["runs"][0]["command"][1], "5");
+    assert_eq!(count(&latest, "cuLaunchKernel"), 5);
+    // Named, every file is read: the dumps of both runs, merged.
+    let named: Vec<String> = dumps_in(&out).iter().map(|d| s(d).to_string()).collect();
+    let named: Vec<&str> = named.iter().map(String::as_str).collect();
+    let (_, both, stderr) = report(&[&["--json"], &named[..]].concat());
+    assert_eq!(stderr, "");
+    let both: serde_json::Value = serde_json::from_str(&both).unwrap();
+    assert_eq!(count(&both, "cuLaunchKernel"), 8);
+    let r = all_runs_json(&out);
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert!(runs
         .iter()
         .all(|run| run["token"].as_str().is_some_and(|t| t.len() == 32)));
     assert_eq!(runs[1]["command"][1], "5");
-    let (_, text, _) = report(&[s(&out)]);
+    let (_, text, _) = report(&["--all-runs", s(&out)]);
     assert!(
         text.contains("note: these dumps come from 2 runs, merged into this one report"),
         "{text}"
@@ -252,7 +271,7 @@ fn a_directory_of_several_runs_says_so_and_names_each() {
         "gpuspy-node-3.json",
         &crafted_dump(3, 7200, 7210, 10),
     );
-    let (code, text, _) = report(&[s(&crafted)]);
+    let (code, text, _) = report(&["--all-runs", s(&crafted)]);
     assert_eq!(code, Some(0));
     assert!(
         text.contains("note: these dumps come from 2 runs"),
@@ -262,6 +281,11 @@ fn a_directory_of_several_runs_says_so_and_names_each() {
         text.contains("  run 2: started 7200 s after the first, 1 process, no run token"),
         "{text}"
     );
+    // By default the latest, hours later, alone.
+    let (_, latest, stderr) = report(&["--json", s(&crafted)]);
+    assert!(stderr.contains("left out 1 older run(s)"), "{stderr}");
+    let latest: serde_json::Value = serde_json::from_str(&latest).unwrap();
+    assert_eq!(latest["processes"][0]["pid"], 3, "{latest}");
     // One run alone: no note.
     std::fs::remove_file(crafted.join("gpuspy-node-3.json")).unwrap();
     let (_, text, _) = report(&[s(&crafted)]);
@@ -270,6 +294,12 @@ fn a_directory_of_several_runs_says_so_and_names_each() {
         report_json(&[&crafted])["runs"].as_array().unwrap().len(),
         1
     );
+}
+
+fn all_runs_json(dir: &Path) -> serde_json::Value {
+    let (code, out, stderr) = report(&["--json", "--all-runs", s(dir)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    serde_json::from_str(&out).unwrap()
 }
 
 /// A directory of run directories (one per node of a job, as `diff` also accepts) is
@@ -365,13 +395,14 @@ fn of_one_image_s_dumps_the_latest_is_read() {
     write_dump(dir.path(), "gpuspy-c-exec1.json", &next_image);
     let mut other_run = crafted_dump(9, 0, 10, 3);
     other_run.process.run_token = Some("another".into());
+    // Another run in the directory: every run merged, as the images are what is tested.
     write_dump(dir.path(), "gpuspy-d-other.json", &other_run);
-    let r = report_json(&[dir.path()]);
+    let r = all_runs_json(dir.path());
     assert_eq!(count(&r, "cuLaunchKernel"), 110);
     let mut same_number = crafted_dump(9, 0, 14, 4);
     same_number.process.image = 1;
     same_number.first_call_unix_ns += 12_500_000_000;
     write_dump(dir.path(), "gpuspy-c-exec1.2.json", &same_number);
-    let r = report_json(&[dir.path()]);
+    let r = all_runs_json(dir.path());
     assert_eq!(count(&r, "cuLaunchKernel"), 114);
 }

@@ -115,11 +115,11 @@ pub fn incomplete(a: &Analysed, run: &str) -> Option<String> {
     })
 }
 
-/// Loads the dumps under `paths` and analyses them: each process as its dumps are read,
-/// then the merged job.
-pub fn load(paths: &[PathBuf]) -> anyhow::Result<Analysed> {
+/// Loads the dumps under `paths` of the `runs` asked for and analyses them: each process
+/// as its dumps are read, then the merged job.
+pub fn load(paths: &[PathBuf], runs: load::Runs) -> anyhow::Result<Analysed> {
     let mut processes: Vec<ProcessVerdict> = Vec::new();
-    let profile = load::profile(paths, |one| {
+    let profile = load::profile(paths, runs, |one| {
         let Some(me) = one.processes.first() else {
             return;
         };
@@ -232,7 +232,7 @@ pub fn runs(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
         .map(|run_path| {
             Ok(Run {
                 name: run_path.display().to_string(),
-                analysed: load(std::slice::from_ref(&run_path))?,
+                analysed: load(std::slice::from_ref(&run_path), load::Runs::All)?,
             })
         })
         .collect()

@@ -5,6 +5,7 @@
 //! many rank dumps there are.
 
 use crate::analysis::profile::Profile;
+use crate::analysis::runs::{run_of, Span};
 use anyhow::{bail, Context, Result};
 use gpuspy_format::{parse_dump, Dump};
 use serde::Deserialize;
@@ -37,12 +38,27 @@ fn dumps_in(dir: &Path) -> Result<Vec<PathBuf>> {
 /// (`latest_of_each_image`), with one note. Warns, in one line each, about dumps of another
 /// user's directory, and about dumps owned by someone the reader does not trust
 /// (`owner_of`).
-pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Profile> {
+pub fn profile(paths: &[PathBuf], runs: Runs, mut each: impl FnMut(&Profile)) -> Result<Profile> {
     let mut p = Profile::default();
     let mut untrusted = Vec::new();
     // Directories of another user's, holding that user's dumps: each named once.
     let mut theirs = BTreeSet::new();
-    let (files, copies) = latest_of_each_image(dump_files(paths)?);
+    let named: BTreeSet<&PathBuf> = paths.iter().filter(|p| !p.is_dir()).collect();
+    let files = dump_files(paths)?;
+    let stamps = stamps(&files);
+    let (files, stamps) = match runs {
+        Runs::All => (files, stamps),
+        Runs::Latest => {
+            let (files, stamps, older) = latest_run(files, stamps, &named);
+            if older > 0 {
+                crate::safe_text::eprint_line(format_args!(
+                    "note: left out {older} older run(s) in these directories: this report is of the latest run (`--all-runs` merges them all)"
+                ));
+            }
+            (files, stamps)
+        }
+    };
+    let (files, copies) = latest_of_each_image(files, &stamps);
     if copies > 0 {
         crate::safe_text::eprint_line(format_args!(
             "note: left out {copies} dump(s) of a process image another file holds too (same host, pid, start time, first call, run token and image): each image counts once, from its latest dump"
@@ -51,7 +67,6 @@ pub fn profile(paths: &[PathBuf], mut each: impl FnMut(&Profile)) -> Result<Prof
     // A file named like a dump that holds none is skipped where a directory listing found
     // it (`gpuspy report --json DIR > DIR/gpuspy-report.json` leaves one, empty while the
     // report runs), and an error where it was named.
-    let named: BTreeSet<&PathBuf> = paths.iter().filter(|p| !p.is_dir()).collect();
     let mut skipped = Vec::new();
     for file in files {
         let (dump, meta) = match read_dump(&file) {
@@ -126,19 +141,73 @@ struct Stamp {
     complete: bool,
 }
 
-/// `files` less all but the latest dump of each process image (the one taken last, a
-/// complete one on a tie, else the first named), in order, and how many were left out.
-/// A file that cannot be read as a dump stays, for reading it to say why.
-fn latest_of_each_image(files: Vec<PathBuf>) -> (Vec<PathBuf>, usize) {
-    // Streamed, the rest of the file skipped: the whole text is read once, by `read_dump`.
-    let stamps: Vec<Option<Stamp>> = files
+/// Which of the runs that dumps come from a report is of (`runs::run_of` tells them apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// The run that started last, of the dumps found in directories: a default
+    /// `gpuspy-out/` keeps every run's dumps, and a verdict of several runs merged is of
+    /// none of them. Files named on the command line are always read.
+    Latest,
+    All,
+}
+
+/// Each file's `Stamp`, None where it cannot be read as a dump. Streamed, the rest of the
+/// file skipped: the whole text is read once, by `read_dump`.
+fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
+    files
         .iter()
         .map(|f| {
             let (file, _) = open_dump(f).ok()?;
             let reader = std::io::BufReader::new(file.take(MAX_DUMP_BYTES));
             gpuspy_format::cap::from_reader::<Stamp>(reader).ok()
         })
+        .collect()
+}
+
+/// `files` less the dumps, found in directories, of runs before the latest, with their
+/// stamps, and how many runs were left out. Files named and files that cannot be read as
+/// dumps stay.
+fn latest_run(
+    files: Vec<PathBuf>,
+    stamps: Vec<Option<Stamp>>,
+    named: &BTreeSet<&PathBuf>,
+) -> (Vec<PathBuf>, Vec<Option<Stamp>>, usize) {
+    let found: Vec<usize> = (0..files.len())
+        .filter(|&i| stamps[i].is_some() && !named.contains(&files[i]))
         .collect();
+    let spans: Vec<Span> = found
+        .iter()
+        .filter_map(|&i| stamps[i].as_ref())
+        .map(|s| Span {
+            start_unix_ns: s.start_unix_ns,
+            stop_unix_ns: s.stop_unix_ns,
+            token: s.process.run_token.as_deref(),
+        })
+        .collect();
+    let of = run_of(&spans);
+    let Some(&latest) = of.iter().max() else {
+        return (files, stamps, 0);
+    };
+    let older: BTreeSet<usize> = found
+        .iter()
+        .zip(&of)
+        .filter(|&(_, &run)| run != latest)
+        .map(|(&i, _)| i)
+        .collect();
+    let (files, stamps) = files
+        .into_iter()
+        .zip(stamps)
+        .enumerate()
+        .filter(|(i, _)| !older.contains(i))
+        .map(|(_, kept)| kept)
+        .unzip();
+    (files, stamps, latest)
+}
+
+/// `files` less all but the latest dump of each process image (the one taken last, a
+/// complete one on a tie, else the first named), in order, and how many were left out.
+/// A file that cannot be read as a dump stays, for reading it to say why.
+fn latest_of_each_image(files: Vec<PathBuf>, stamps: &[Option<Stamp>]) -> (Vec<PathBuf>, usize) {
     let mut latest: BTreeMap<(&ImageId, u64, u64), usize> = BTreeMap::new();
     for (i, stamp) in stamps.iter().enumerate() {
         let Some(s) = stamp else { continue };

@@ -28,22 +28,62 @@ pub struct Run {
     pub dirs: Vec<PathBuf>,
 }
 
-/// The runs of `p`, earliest first.
-pub fn runs(p: &Profile) -> Vec<Run> {
-    let mut by_start: Vec<&ProcessInfo> = p.processes.iter().collect();
-    by_start.sort_by_key(|pr| pr.start_unix_ns);
-    let mut runs: Vec<Run> = Vec::new();
-    for pr in by_start {
+/// A process as runs are told apart: its span and its run token.
+pub struct Span<'a> {
+    pub start_unix_ns: u64,
+    pub stop_unix_ns: u64,
+    pub token: Option<&'a str>,
+}
+
+/// The run of each span, the runs numbered by their first start (0 the earliest).
+pub fn run_of(spans: &[Span]) -> Vec<usize> {
+    let mut by_start: Vec<usize> = (0..spans.len()).collect();
+    by_start.sort_by_key(|&i| spans[i].start_unix_ns);
+    // Each run so far: its token and its latest stop.
+    let mut runs: Vec<(Option<&str>, u64)> = Vec::new();
+    let mut of = vec![0; spans.len()];
+    for i in by_start {
+        let s = &spans[i];
         let same = runs
-            .iter_mut()
-            .rev()
-            .find(|r| match (&r.token, &pr.run_token) {
+            .iter()
+            .rposition(|&(token, stop)| match (token, s.token) {
                 (Some(a), Some(b)) => a == b,
-                (None, None) => pr.start_unix_ns < r.stop_unix_ns.saturating_add(SEPARATE_AFTER_NS),
+                (None, None) => s.start_unix_ns < stop.saturating_add(SEPARATE_AFTER_NS),
                 _ => false,
             });
+        of[i] = match same {
+            Some(r) => {
+                runs[r].1 = runs[r].1.max(s.stop_unix_ns);
+                r
+            }
+            None => {
+                runs.push((s.token, s.stop_unix_ns));
+                runs.len() - 1
+            }
+        };
+    }
+    of
+}
+
+/// The runs of `p`, earliest first.
+pub fn runs(p: &Profile) -> Vec<Run> {
+    let spans: Vec<Span> = p
+        .processes
+        .iter()
+        .map(|pr| Span {
+            start_unix_ns: pr.start_unix_ns,
+            stop_unix_ns: pr.stop_unix_ns,
+            token: pr.run_token.as_deref(),
+        })
+        .collect();
+    let of = run_of(&spans);
+    let mut by_start: Vec<(usize, &ProcessInfo)> = p.processes.iter().enumerate().collect();
+    by_start.sort_by_key(|(_, pr)| pr.start_unix_ns);
+    let mut runs: Vec<Run> = Vec::new();
+    for (i, pr) in by_start {
         let dir = pr.path.parent().map(PathBuf::from).unwrap_or_default();
-        match same {
+        // In start order, a run's first process comes when the runs before it are listed.
+        match runs.get_mut(of[i]) {
             Some(run) => {
                 run.processes += 1;
                 run.stop_unix_ns = run.stop_unix_ns.max(pr.stop_unix_ns);

@@ -9,6 +9,7 @@ mod man;
 mod report;
 mod run;
 
+use crate::analysis::load::Runs;
 use crate::cli::{CiFiles, Cli, Command};
 use crate::render::ci_output::Output;
 use crate::render::json::JsonTo;
@@ -109,9 +110,11 @@ pub fn execute(cli: Cli) -> ExitCode {
             per_process,
             html,
             perfetto,
+            all_runs,
             paths,
         } => report::report(
             &paths,
+            if all_runs { Runs::All } else { Runs::Latest },
             stdout_if(json).as_ref(),
             per_process,
             &report::Views { html, perfetto },

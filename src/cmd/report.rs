@@ -19,6 +19,7 @@ pub struct Views {
 
 pub fn report(
     paths: &[PathBuf],
+    runs: load::Runs,
     json: Option<&JsonTo>,
     per_process: bool,
     views: &Views,
@@ -29,7 +30,7 @@ pub fn report(
     for dir in load::distinct(dirs).iter().filter(|p| p.is_dir()) {
         side_files::remove_stale_temps(dir);
     }
-    let analysed = analyse::load(paths)?;
+    let analysed = analyse::load(paths, runs)?;
     let report = Report::new(&analysed);
     if let Some(path) = &views.html {
         atomic_file::write(path, |w| html::write_report(&report, w))?;

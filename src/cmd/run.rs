@@ -12,7 +12,7 @@ mod preload;
 mod signals;
 
 use crate::analysis::analyse;
-use crate::analysis::load::{is_dump_name, read_dump};
+use crate::analysis::load::{is_dump_name, read_dump, Runs};
 use crate::cmd::{check, report};
 use crate::render::ci_output::Output;
 use crate::render::json::JsonTo;
@@ -213,7 +213,7 @@ pub fn run(
             unwritten.describe(&out)
         ));
     }
-    let analysed = match analyse::load(&found.mine) {
+    let analysed = match analyse::load(&found.mine, Runs::All) {
         Ok(analysed) => analysed,
         // The command's status stands; a gate that cannot be evaluated does not pass.
         Err(e) => {
@@ -329,7 +329,7 @@ impl FindingWriter {
                 }
                 next += every;
                 let dumps = this_runs_dumps(&out, &before, &token).mine;
-                let Ok(analysed) = analyse::load(&dumps) else {
+                let Ok(analysed) = analyse::load(&dumps, Runs::All) else {
                     continue;
                 };
                 let first = analysed.job.diagnosis.findings.first();

@@ -992,7 +992,8 @@ mod tests {
     #[test]
     fn the_diagnosis_comes_before_the_ranks() {
         let ddp = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-ddp-slow");
-        let analysed = crate::analysis::analyse::load(&[ddp]).unwrap();
+        let analysed =
+            crate::analysis::analyse::load(&[ddp], crate::analysis::load::Runs::All).unwrap();
         let text = render(&Report::new(&analysed), true);
         let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("no {s}: {text}"));
         assert!(at("\nVerdict: ") < at("\nRanks (2)"), "{text}");
@@ -1274,7 +1275,8 @@ mod numbers {
             data.join("h200-torch-pageable.json"),
         ]);
         for paths in cases {
-            let analysed = crate::analysis::analyse::load(&paths).unwrap();
+            let analysed =
+                crate::analysis::analyse::load(&paths, crate::analysis::load::Runs::All).unwrap();
             let report = Report::new(&analysed);
             let text = super::render(&report, true);
             let mut known = BTreeSet::new();
@@ -1379,7 +1381,11 @@ mod style {
             {
                 continue;
             }
-            let analysed = crate::analysis::analyse::load(std::slice::from_ref(&fixture)).unwrap();
+            let analysed = crate::analysis::analyse::load(
+                std::slice::from_ref(&fixture),
+                crate::analysis::load::Runs::All,
+            )
+            .unwrap();
             let text = super::render(&Report::new(&analysed), true);
             assert!(text.contains(" %"), "{}", fixture.display());
             let bad = unlabelled_shares(&text);
