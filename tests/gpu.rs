@@ -262,8 +262,8 @@ fn unified_memory_recorded_on_the_h200_is_the_verdict() {
 fn the_h200_managed_loop_and_its_prefetched_fix_read_from_the_counters_windows() {
     // bench/results/gpu-2026-12-01-session13-phases-7, long form: examples/staged.py's
     // managed loop (256 MiB faulted over to the GPU and back, 40 steps), then the same
-    // loop prefetching both ways. With session 12's shim both read `um-fault-heavy`, from
-    // the host's set-up faults; the fix saved 46 % of the loop.
+    // loop prefetching both ways. With a shim that recorded no counters' windows both read
+    // `um-fault-heavy`, from the host's set-up faults; the fix saved 46 % of the loop.
     let r = report_json(&[&data("h200-um-fault-heavy-windows.json")]);
     assert_eq!(r["verdict"], "um-fault-heavy");
     let f = finding(&r, "um-fault-heavy").unwrap();

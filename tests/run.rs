@@ -114,6 +114,40 @@ fn marker_lib(tag: &str, dest: &Path) {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// `run --json FILE` writes the report to FILE and says so as every verb does, on stderr:
+/// stdout is the profiled command's.
+#[test]
+fn run_json_to_a_file_says_wrote_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let out = finish(
+        run_command(
+            dir.path(),
+            &[
+                "--json",
+                s(&report),
+                "-o",
+                s(&dir.path().join("out")),
+                "--",
+                s(&program("linked")),
+                "5",
+                "1",
+            ],
+        )
+        .spawn()
+        .unwrap(),
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).ends_with(&format!("wrote {}\n", report.display())),
+        "{}",
+        text(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(count(&json, "cuLaunchKernel"), 5);
+}
+
 /// ld.so splits LD_PRELOAD at spaces and colons: a gpuspy installed under such a path must
 /// preload its shim through a path ld.so takes whole, never the working-directory-relative
 /// tail, and keep the user's own LD_PRELOAD after it.

@@ -327,6 +327,9 @@ fn blocked_windows(t: &Timeline, threads: u32, stop: u64) -> Vec<(SyncCause, Vec
             (c.cause, ns)
         })
         .collect();
+    let series_end = t
+        .start_unix_ns
+        .saturating_add(width.saturating_mul(n as u64));
     let mut sampled: Vec<&HostEvent> = t
         .longest_blocking
         .iter()
@@ -341,7 +344,12 @@ fn blocked_windows(t: &Timeline, threads: u32, stop: u64) -> Vec<(SyncCause, Vec
         let Some((_, ns)) = causes.iter_mut().find(|(c, _)| *c == cause) else {
             continue;
         };
-        let (start, end) = (e.start_unix_ns.max(t.start_unix_ns), e.end_unix_ns);
+        // A call is spread over the windows the series has, never past them: a dump's end
+        // time may be anything.
+        let (start, end) = (
+            e.start_unix_ns.max(t.start_unix_ns),
+            e.end_unix_ns.min(series_end),
+        );
         let last = (end.saturating_sub(t.start_unix_ns) / width) as usize;
         let (Some(filed), true) = (ns.get_mut(last.min(n.saturating_sub(1))), end > start) else {
             continue;
@@ -353,14 +361,16 @@ fn blocked_windows(t: &Timeline, threads: u32, stop: u64) -> Vec<(SyncCause, Vec
         let mut at = start;
         while at < end {
             let w = ((at - t.start_unix_ns) / width) as usize;
-            let w_end = t.start_unix_ns + (w as u64 + 1) * width;
+            let w_end = t
+                .start_unix_ns
+                .saturating_add((w as u64 + 1).saturating_mul(width));
             ns[w.min(n - 1)] += (w_end.min(end) - at) as f64 * per_ns;
             at = w_end;
         }
     }
     let bound = |i: usize| {
-        let start = t.start_unix_ns + i as u64 * width;
-        let len = (start + width).min(stop.max(start + 1)) - start;
+        let start = t.start_unix_ns.saturating_add(i as u64 * width);
+        let len = start.saturating_add(width).min(stop.max(start + 1)) - start;
         f64::from(threads.max(1)) * len as f64
     };
     // Excess goes back to earlier windows; what reaches the first goes forward.
@@ -574,6 +584,20 @@ mod tests {
         let t = blocked_timeline(vec![0, 11_900_000, 2 * MS], vec![sync.clone(), sync]);
         let spread = blocked_windows(&t, 1, 1_000 + 30 * MS);
         assert_eq!(spread, [(SyncCause::Explicit, vec![5e6, 6.9e6, 2e6])]);
+    }
+
+    #[test]
+    fn a_sampled_sync_ending_past_the_windows_is_spread_over_them_only() {
+        // A planted end time (u64::MAX) once made the spreading walk 10 ms windows to the
+        // end of time.
+        let sync = HostEvent {
+            start_unix_ns: 1_000 + 25 * MS,
+            end_unix_ns: u64::MAX,
+            kind: HostEventKind::Sync(SyncCause::Explicit),
+        };
+        let t = blocked_timeline(vec![0, 0, 8 * MS], vec![sync]);
+        let spread = blocked_windows(&t, 1, 1_000 + 30 * MS);
+        assert_eq!(spread, [(SyncCause::Explicit, vec![0.0, 0.0, 8e6])]);
     }
 
     #[test]

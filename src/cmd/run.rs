@@ -228,7 +228,8 @@ pub fn run(
     let Some(budget) = budget else {
         report::print(&analysed, json, found.mine.len() > 1)?;
         if let Some(JsonTo::File(path)) = json {
-            eprint_line(format_args!("report written to {}", path.display()));
+            // On stderr: stdout belongs to the profiled command.
+            super::wrote(path, true);
         }
         return Ok(code);
     };

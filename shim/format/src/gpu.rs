@@ -309,7 +309,7 @@ pub struct Activity {
     /// Start of the first and end of the last activity seen.
     pub first_unix_ns: u64,
     pub last_unix_ns: u64,
-    /// Kernel records, untimed ones included (since 2026-11-30's session 9).
+    /// Kernel records, untimed ones included (untimed ones missing in older 0.1 dumps).
     pub kernels: u64,
     /// Sum of kernel durations (concurrent kernels counted each).
     pub kernel_ns: u64,
@@ -348,8 +348,8 @@ pub struct Activity {
     /// Recording periods closed with fewer kernel records than the host launched in them
     /// (CUPTI discards the records of kernels still queued when its kinds go off), and their
     /// time left unobserved: from each one's last record to its close, and the gap before a
-    /// copy or memset that ran behind the lost kernels. Absent (0) in dumps before
-    /// 2026-12-01's session 17, whose such time counts as idle.
+    /// copy or memset that ran behind the lost kernels. Absent (0) in older 0.1
+    /// dumps, whose such time counts as idle.
     #[serde(default, skip_serializing_if = "crate::is_zero")]
     pub lost_tails: u64,
     #[serde(default, skip_serializing_if = "crate::is_zero")]
@@ -377,7 +377,7 @@ pub struct Sampled {
     pub factor: f64,
     /// The host's kernel launches over those made while activity was recorded: what the
     /// recorded kernel statistics were multiplied by. Absent without launches recorded,
-    /// and in dumps before 2026-11-30's session 7.
+    /// and in older 0.1 dumps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_factor: Option<f64>,
 }
@@ -393,8 +393,8 @@ impl Activity {
     }
 
     /// Idle gaps of `PAUSE_NS` or more: how many, and their approximate total, at most the
-    /// span's time without activity (bucket midpoints can overshoot it, and dumps before
-    /// 2026-12-01's session 12 extrapolated pauses under sampling: a torch.compile run's
+    /// span's time without activity (bucket midpoints can overshoot it, and older 0.1 dumps
+    /// extrapolated pauses under sampling: a torch.compile run's
     /// 6.5 s pause, counted twice, left a working span of 0 in an 8.6 s span).
     pub fn pauses(&self) -> (u64, u64) {
         let (count, ns) = self.gap_hist.at_least(PAUSE_NS);
@@ -547,7 +547,7 @@ mod tests {
     #[test]
     fn pauses_take_at_most_the_span_without_activity() {
         // A 10 s span with 1 s of activity and two gaps of about 6.5 s in the histogram
-        // (one pause, extrapolated twice by a dump before session 12).
+        // (one pause, extrapolated twice by an older 0.1 dump).
         let six_and_a_half = crate::hist::bucket_index(6_500_000_000);
         let mut a = Activity {
             first_unix_ns: 0,

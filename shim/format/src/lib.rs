@@ -58,7 +58,9 @@ pub struct Dump {
     pub histogram: hist::Layout,
     /// Threads that made at least one intercepted call (at most 1024 are recorded).
     pub threads: u32,
-    /// Calls from threads past the 1024th, forwarded but not recorded.
+    /// Calls from threads past the 1024th, forwarded but not recorded (0 in dumps before
+    /// the field existed, whose shim recorded every thread's calls or dropped them silently).
+    #[serde(default)]
     pub unrecorded_calls: u64,
     /// Sum of the time spent inside outermost intercepted driver calls, all threads.
     pub driver_ns: u64,

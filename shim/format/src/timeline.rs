@@ -66,7 +66,7 @@ pub struct Timeline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvtx_other_tool: Option<String>,
     /// What CUPTI's unified-memory counters saw, once they were switched on (their records
-    /// name no CUDA device). Dumps before 2026-12-01's session 13 had the faults alone, on
+    /// name no CUDA device). Older 0.1 dumps had the faults alone, on
     /// the first device's entry, and only when CUPTI had recorded activity on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unified_memory: Option<UnifiedMemoryWindows>,
@@ -106,8 +106,8 @@ pub struct HostWindows {
     /// Kernel launches (every `cuLaunch*` variant) among them.
     pub launches: Vec<u64>,
     /// CUDA graph launches (`cuGraphLaunch*`) among them: a replay runs many kernels, so a
-    /// graph loop's windows have work without kernel launches. Absent from dumps before
-    /// 2026-12-01's session 15.
+    /// graph loop's windows have work without kernel launches. Absent from older 0.1
+    /// dumps.
     #[serde(default)]
     pub graph_launches: Vec<u64>,
     /// Time inside outermost driver calls, all threads; and the part in launch calls, in

@@ -665,8 +665,7 @@ impl Aggregator {
     /// a kernel record between them: CUPTI stopped sending kernel records. In H200 runs
     /// whose CUPTI stayed attached while the kinds were switched (about 1 in 10 of most long
     /// staged loops, 6 of 12 of `healthy-pauses`), not one kernel record came after the
-    /// first switch-off, while copy and memset records did (docs/diagnosis.md, "Since
-    /// session 17" and "Since session 18"). Their
+    /// first switch-off, while copy and memset records did (docs/diagnosis.md). Their
     /// records were awaited all run, so CUPTI was never detached, and no run detached
     /// between slots showed the state. The caller checks that the kernels ran (a sync
     /// returned after them).

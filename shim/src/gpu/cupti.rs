@@ -98,8 +98,8 @@ static KINDS_ON: AtomicU64 = AtomicU64::new(0);
 static KINDS_OFF: AtomicU64 = AtomicU64::new(0);
 static KINDS_ON_NS: AtomicU64 = AtomicU64::new(0);
 static KINDS_OFF_NS: AtomicU64 = AtomicU64::new(0);
-/// Switches of the unified-memory counters so far, and the longest: one took 2.0 s in
-/// session 7, during which gpuspy's thread switches nothing else.
+/// Switches of the unified-memory counters so far, and the longest: one took 2.0 s on the
+/// H200, during which gpuspy's thread switches nothing else.
 static UM_SWITCHES: AtomicU64 = AtomicU64::new(0);
 static UM_SWITCH_MAX_NS: AtomicU64 = AtomicU64::new(0);
 /// The program registered its own CUPTI callbacks (before or after gpuspy started).

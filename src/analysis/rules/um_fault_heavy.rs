@@ -106,8 +106,8 @@ bytes migrated each way. Without managed allocations (`cuMemAllocManaged`) no fa
 possible and the rule is clear. The counters are sampled: on from the first kernel launch
 after a managed allocation, then one slot in 64.
 
-Judged on the steady state where the dump has the counters' windows (from 2026-12-01's
-session 13): the faults and bytes seen while the counters were on in the steady state
+Judged on the steady state where the dump has the counters' windows (dumps of 0.2 on):
+the faults and bytes seen while the counters were on in the steady state
 (else between start-up and teardown), at least 10 ms of it, scaled to it. Faults only
 while the host filled the memory in set-up are no finding. A run shorter than the
 counters' cycle (1.28 s) is judged by its first slot, at its first launch: a program that
