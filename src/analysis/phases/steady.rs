@@ -18,6 +18,11 @@ use std::collections::BTreeMap;
 /// launch overhead; otherwise host work (data loading, Python).
 pub const LAUNCH_GAP_NS: u64 = 100_000;
 
+/// A loop launching this many kernels a window on average runs no kernel that lasts a
+/// window, so a window without a launch is one the GPU had nothing to run (unless work
+/// queued before it still ran, which a GPU busy most of the observed time may have).
+const LAUNCHES_PER_WINDOW_MIN: u64 = 10;
+
 /// What the host was doing when GPU idle time began, as the rules see it: the timeline's
 /// `IdleCause`, with `Host` split into launch overhead and other host work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -361,6 +366,9 @@ pub(super) fn steady_state(
     let mut sync_spacing: Vec<u64> = Vec::new();
     // The fewest kernel records per launch of a process, under `KERNELS_PER_LAUNCH_MIN`.
     let mut fewest_kernels_per_launch: Option<f64> = None;
+    // Steady windows CUPTI did not observe, without a launch or a blocking call, in
+    // processes whose loop launches in every window (`LAUNCHES_PER_WINDOW_MIN`).
+    let mut launchless_ns = 0u64;
     // Per step-like range name: the steps that ended in the steady state, and its time in
     // the processes that ran them.
     let mut nvtx: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -413,10 +421,13 @@ pub(super) fn steady_state(
         let mut ended = vec![0u64; step_ranges.len()];
         // Per steady window with device time: its `Host` idle, over the devices.
         let mut host_idle: Vec<u64> = Vec::new();
+        let (mut windows, mut launches, mut process_launchless) = (0u64, 0u64, 0u64);
         for i in (0..w.n).filter(|&i| counted(i)) {
             let (start, end) = w.span(i);
             let len = end - start;
             steady_ns += len;
+            windows += 1;
+            launches += at(&h.launches, i) + at(&h.graph_launches, i);
             for (ns, r) in ended.iter_mut().zip(&step_ranges) {
                 *ns += at(&r.ends, i);
             }
@@ -431,6 +442,17 @@ pub(super) fn steady_state(
             // With several devices the host may wait on one while another idles.
             let blocked = w.explicit_blocked(i);
             let waited = t.devices.len() == 1 && 2 * blocked >= len;
+            // CUPTI, sampled, may have been off for a whole window in which the host launched
+            // nothing and waited on nothing: the GPU had nothing to run, whatever CUPTI saw.
+            if let [d] = &t.devices[..] {
+                if accounted_ns(d, i) == 0
+                    && at(&h.launches, i) == 0
+                    && at(&h.graph_launches, i) == 0
+                    && w.blocked(i) == 0
+                {
+                    process_launchless += len;
+                }
+            }
             for d in &t.devices {
                 let accounted = accounted_ns(d, i);
                 let seen = at(&d.busy_ns, i) + at(&d.transfer_ns, i);
@@ -448,22 +470,37 @@ pub(super) fn steady_state(
                 accounted_total += accounted - removed;
                 g.busy_ns += at(&d.busy_ns, i);
                 g.transfer_ns += at(&d.transfer_ns, i);
+                // Launch overhead opens gaps of microseconds: in a window launching at the
+                // launch-bound rate, the host's idle in gaps of `LONG_GAP_NS` or more is still
+                // host work (a batch awaited between steps), not dispatch.
+                let long_host = if edges.contains(&Some(IdleCause::Host)) {
+                    0
+                } else {
+                    total(
+                        (d.long_idle_ns.iter())
+                            .filter(|l| l.cause == IdleCause::Host)
+                            .map(|l| at(&l.ns, i)),
+                    )
+                };
                 for series in &d.idle_ns {
-                    let kind = match series.cause {
-                        IdleCause::AfterSync => IdleKind::AfterSync,
-                        IdleCause::PageableCopy => IdleKind::PageableCopy,
-                        IdleCause::Alloc => IdleKind::Alloc,
-                        IdleCause::Collective => IdleKind::Collective,
-                        IdleCause::Host if launching => IdleKind::Launch,
-                        IdleCause::Host => IdleKind::Host,
-                        IdleCause::Unknown => IdleKind::Unknown,
-                    };
                     let ns = kept(series);
-                    if ns > 0 {
-                        *g.idle.entry(kind).or_default() += ns;
-                    }
-                    if kind == IdleKind::Host {
-                        *host += ns;
+                    // The part of `ns` that is host work although the window launches fast.
+                    let (kind, waited) = match series.cause {
+                        IdleCause::AfterSync => (IdleKind::AfterSync, 0),
+                        IdleCause::PageableCopy => (IdleKind::PageableCopy, 0),
+                        IdleCause::Alloc => (IdleKind::Alloc, 0),
+                        IdleCause::Collective => (IdleKind::Collective, 0),
+                        IdleCause::Host if launching => (IdleKind::Launch, long_host.min(ns)),
+                        IdleCause::Host => (IdleKind::Host, 0),
+                        IdleCause::Unknown => (IdleKind::Unknown, 0),
+                    };
+                    for (kind, ns) in [(kind, ns - waited), (IdleKind::Host, waited)] {
+                        if ns > 0 {
+                            *g.idle.entry(kind).or_default() += ns;
+                        }
+                        if kind == IdleKind::Host {
+                            *host += ns;
+                        }
                     }
                 }
                 for series in &d.long_idle_ns {
@@ -479,6 +516,9 @@ pub(super) fn steady_state(
             }
             host_idle.extend(window_host);
             steady_spans.push((start, end));
+        }
+        if launches >= LAUNCHES_PER_WINDOW_MIN * windows {
+            launchless_ns += process_launchless;
         }
         // The devices CUPTI recorded, as the busy share pools them (NVML may also report
         // GPUs that another process drives).
@@ -532,7 +572,16 @@ pub(super) fn steady_state(
     // its idle time is all one stretch, cut only where sampling periods begin, and a sync
     // that happens to return there would claim all of it. Judge from the host side then,
     // and where records came late, whose time the windows count idle.
-    let gpu = gpu.map(|g| g.scaled(accounted_total));
+    let gpu = gpu.map(|g| {
+        let mut g = g.scaled(accounted_total);
+        // Unless the GPU was busy most of the time observed, when work queued before such a
+        // window may have run through it, a launchless window is idle host time.
+        if 2 * g.busy_ns < g.ns && launchless_ns > 0 {
+            g.ns += launchless_ns;
+            *g.idle.entry(IdleKind::Host).or_default() += launchless_ns;
+        }
+        g
+    });
     if let Some(g) = &gpu {
         let busy_share = crate::units::share(g.busy_ns, g.ns);
         let sm_active_share = (sm_ns > 0)

@@ -845,3 +845,92 @@ fn a_process_without_work_is_all_start_up_and_old_dumps_have_no_axis() {
     assert!(a.steady.is_none());
     assert!(time_axis(&run(1.0).build()).is_none());
 }
+
+/// A loop launching 20,000 kernels a second (200 a 10 ms window), the GPU busy 4 ms a
+/// window and idle 6 ms with the host outside the driver.
+const DISPATCH: W = W {
+    launches: 200,
+    launch_ns: MS,
+    driver_ns: MS,
+    module_ns: 0,
+    init_ns: 0,
+    blocked_ns: 0,
+    busy_ns: 4 * MS,
+    idle_after_sync: 0,
+    idle_host: 6 * MS,
+};
+
+#[test]
+fn idle_in_long_gaps_of_a_fast_launching_loop_is_host_work_not_dispatch() {
+    use gpuspy_format::timeline::LongIdleSeries;
+    // Of each window's 6 ms, 4 ms lie in gaps of a millisecond or more that a copy to the
+    // device ended (a batch awaited): launch overhead opens gaps of microseconds.
+    let mut t = timeline(&times(30, DISPATCH), true);
+    t.devices[0].long_idle_ns = vec![LongIdleSeries {
+        cause: IdleCause::Host,
+        ended_by: GapEnd::CopyToDevice,
+        ns: vec![4 * MS; 30],
+    }];
+    let g = steady(&profile(t)).unwrap().gpu.unwrap();
+    assert_eq!(g.ns, 300 * MS);
+    assert_eq!(g.idle[&IdleKind::Launch], 30 * 2 * MS);
+    assert_eq!(g.idle[&IdleKind::Host], 30 * 4 * MS);
+}
+
+#[test]
+fn a_window_cupti_missed_without_a_launch_is_idle_host_time_in_a_fast_loop() {
+    // Every third window launched nothing, waited on nothing and CUPTI (sampled) was off.
+    let w: Vec<W> = (0..30)
+        .map(|i| if i % 3 == 1 { QUIET } else { DISPATCH })
+        .collect();
+    let g = steady(&profile(timeline(&w, true))).unwrap().gpu.unwrap();
+    assert_eq!(g.ns, 300 * MS);
+    assert_eq!(g.idle[&IdleKind::Launch], 20 * 6 * MS);
+    assert_eq!(g.idle[&IdleKind::Host], 10 * 10 * MS);
+    // A loop of a few long kernels may run one through a window without a launch.
+    let slow: Vec<W> = w
+        .iter()
+        .map(|x| W {
+            launches: x.launches.min(2),
+            ..*x
+        })
+        .collect();
+    let g = steady(&profile(timeline(&slow, true)))
+        .unwrap()
+        .gpu
+        .unwrap();
+    // (200 a second: the observed windows' idle is host work, the unobserved ones unknown).
+    assert_eq!(g.ns, 200 * MS);
+    assert_eq!(g.idle[&IdleKind::Host], 20 * 6 * MS);
+}
+
+#[test]
+fn many_long_gaps_that_each_end_in_a_load_are_the_loops_waits_not_jit() {
+    // Ten 150 ms waits, each ended by a 1 ms lazy kernel load (cuDNN's, in a loop whose
+    // DataLoader cannot keep up): the loop's own, not ten compiles.
+    let mut w = times(5, LOOP);
+    for _ in 0..10 {
+        w.extend(times(15, QUIET));
+        w.push(W {
+            module_ns: MS,
+            ..LOOP
+        });
+        w.extend(times(5, LOOP));
+    }
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert!(
+        a.phases.iter().all(|p| p.kind != PhaseKind::Pause),
+        "{:?}",
+        kinds(&a)
+    );
+    // Where loading took most of a gap, it is loading however many there are.
+    for window in w.iter_mut().filter(|x| x.launches == 0) {
+        window.module_ns = 6 * MS;
+    }
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    let named = a
+        .phases
+        .iter()
+        .filter(|p| p.name.as_deref() == Some(LOADING));
+    assert_eq!(named.count(), 10, "{:?}", kinds(&a));
+}

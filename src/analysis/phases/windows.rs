@@ -105,7 +105,7 @@ impl<'a> Windows<'a> {
         b - a
     }
 
-    fn blocked(&self, i: usize) -> u64 {
+    pub(super) fn blocked(&self, i: usize) -> u64 {
         total(self.t.host.blocked_ns.iter().map(|c| at(&c.ns, i)))
     }
 

@@ -33,7 +33,8 @@ loading data.
 With a timeline whose GPU side is there (dumps of schema 2), one-off gaps (a JIT compile,
 an evaluation, a checkpoint) are pauses, not starvation (docs/diagnosis.md, \"Phases\"): the
 impact is the GPU idle time of the steady state that began with the host outside the driver
-(or launching at under 10,000 launches a second) and nothing queued, over the steady device
+(or launching at under 10,000 launches a second, or in a gap of 1 ms or more, or in a
+window CUPTI missed without a launch) and nothing queued, over the steady device
 time, while the host spent less than half the steady state inside driver calls. A one-off
 stall is not counted either: where one steady window holds twice as much of that idle as
 all the others together (in a steady state of three windows or more), it is the host

@@ -46,8 +46,8 @@ Without it the finding is a heuristic: large kernels at a high rate would keep t
 
 With a timeline (dumps of schema 2), the launches, their rate and their time are the
 steady state's (docs/diagnosis.md, \"Phases\"), and where the GPU side is there the impact is
-the GPU idle time that began while the host was launching or between launches in windows
-launching 10,000 or more a second (or spending half the window in launch calls), over the
+the GPU idle time that began while the host was launching or between launches, in gaps
+under 1 ms, in windows launching 10,000 or more a second (or spending half the window in launch calls), over the
 steady device time: the time a CUDA graph or fused kernels give back, including the
 framework's per-op host work between launches. Sampling can leave a short loop's own
 windows unrecorded (a loop that began as a recording slot ended); then the kernels CUPTI
