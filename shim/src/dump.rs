@@ -95,17 +95,6 @@ pub struct Times {
     pub first_call_unix_ns: u64,
 }
 
-/// Whether the process's libcuda is gpuspy's fake one, which exports the marker
-/// `fakecuda_simulated` (tools/fakecuda): then no GPU measured the figures. Asked once the
-/// driver is loaded (programs open it late), then remembered.
-fn simulated() -> bool {
-    static FAKE_DRIVER: OnceLock<bool> = OnceLock::new();
-    let driver = crate::resolve::driver_handle();
-    !driver.is_null()
-        && *FAKE_DRIVER
-            .get_or_init(|| !crate::resolve::lookup(driver, c"fakecuda_simulated").is_null())
-}
-
 /// Builds the dump from the live arena.
 pub fn snapshot(times: Times, complete: bool) -> Dump {
     // Held across the read, so that the timeline's last window closes on these totals.
@@ -125,7 +114,10 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         tool_build: Some(env!("GPUSPY_BUILD").into()),
-        simulated: simulated(),
+        // The fake driver (tools/fakecuda) exports this marker, no real one does: no GPU
+        // measured these figures. One lookup per dump, never per call; asked at each dump
+        // since programs load the driver late.
+        simulated: crate::resolve::driver_symbol(c"fakecuda_simulated").is_some(),
         process: Process {
             // SAFETY: getpid/getppid have no preconditions.
             pid: unsafe { libc::getpid() } as u32,

@@ -191,7 +191,7 @@ pub fn driver_symbol(name: &CStr) -> Option<*mut c_void> {
 
 /// The already loaded libcuda. Never loads it: a wrapper only runs once the program has
 /// the driver.
-pub fn driver_handle() -> *mut c_void {
+fn driver_handle() -> *mut c_void {
     let h = DRIVER.load(Acquire);
     if !h.is_null() {
         return h;
