@@ -33,13 +33,12 @@ const STEPS: u32 = 1000;
 pub fn demo(out: &Path) -> Result<ExitCode> {
     let shim = run::shim_path()?;
     let shim = std::fs::canonicalize(&shim).unwrap_or(shim);
-    let beside = shim.parent().unwrap_or(Path::new("/"));
     let links = tempfile::Builder::new()
         .prefix("gpuspy-demo-")
         .tempdir()
         .context("cannot create a directory for the fake libraries' links")?;
     for (file, soname) in FAKES {
-        let fake = beside.join(file);
+        let fake = shim.with_file_name(file);
         if !fake.is_file() {
             bail!(
                 "{} not found: gpuspy demo needs the fake CUDA driver, CUPTI and NVML beside \

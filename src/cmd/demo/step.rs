@@ -57,7 +57,9 @@ struct FakeGpu {
     copy: unsafe extern "C" fn(u8, u8, u8, u64, u64, u64, c_uint),
 }
 
-/// A library by soname, found as the loader finds it (`gpuspy demo` sets the path).
+/// A library by soname, found as the loader finds it (`gpuspy demo` sets the path). In the
+/// global scope, as a program linked with it has it: the fake CUPTI looks up the fake
+/// driver's `fakecuda_calls_in_flight` there.
 fn open(soname: &CStr) -> Result<*mut c_void> {
     // SAFETY: a valid C string.
     let handle = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
@@ -145,7 +147,7 @@ pub fn step(steps: u32) -> Result<ExitCode> {
         check("cuMemAlloc_v2", (cuda.alloc)(&mut input, BATCH))?;
         check("cuMemAlloc_v2", (cuda.alloc)(&mut loss, size_of::<f32>()))?;
         // The shim switches CUPTI's kinds on from its own thread; kernels before that would
-        // go unrecorded.
+        // go unrecorded. (Under GPUSPY_CUPTI=0 it never does: the job starts after 5 s.)
         for _ in 0..5000 {
             if (gpu.enabled)(KIND_CONCURRENT_KERNEL) != 0 {
                 break;
