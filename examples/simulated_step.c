@@ -1,6 +1,7 @@
 /* A training step as a naive PyTorch loop drives the driver: a batch copied from pageable
  * memory, a burst of small kernels, and a .item() (device-to-host copy + sync) for logging.
- * Used by tools/main.sh against the fake driver when there is no GPU, and by the tests.
+ * Used by the tests, against the fake driver; `gpuspy demo` runs the same loop
+ * (src/cmd/demo/step.rs).
  * Arguments: STEPS (default 100), then the batch size in bytes (default 4 MiB). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -74,6 +74,30 @@ Environment:
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },
+    /// Profile a simulated training step, without a GPU: see what a report looks like.
+    ///
+    /// A training loop that copies each batch from pageable memory and syncs every step
+    /// runs under the shim against the fake CUDA driver, CUPTI and NVML that ship beside
+    /// libgpuspy.so. Every view of its dumps says SIMULATED: no GPU measured the figures.
+    #[command(after_help = "Examples:
+  gpuspy demo
+  gpuspy demo -o /tmp/demo && gpuspy report --html demo.html /tmp/demo
+
+Environment:
+  GPUSPY_SHIM      the libgpuspy.so to preload; the fakes are looked for beside it
+  LD_LIBRARY_PATH, FAKECUDA_DELAY_NS
+                   set for the job by gpuspy (the fakes, and the latencies they inject)")]
+    Demo {
+        /// Directory for the dumps, as for `gpuspy run`.
+        #[arg(short, long, default_value = "gpuspy-demo")]
+        out: PathBuf,
+    },
+    /// The job `gpuspy demo` profiles (src/cmd/demo/step.rs).
+    #[command(hide = true)]
+    DemoStep {
+        /// Training steps to simulate.
+        steps: u32,
+    },
     /// Report on dumps: files, or directories of them (merged).
     ///
     /// The report opens with the diagnosis. Of dumps of several runs in the directories

@@ -22,6 +22,7 @@ fn each_verb_has_examples_and_its_environment() {
         verbs,
         [
             "run",
+            "demo",
             "report",
             "diff",
             "check",

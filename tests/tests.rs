@@ -11,6 +11,8 @@ mod bounds;
 mod callsites;
 /// The CLI on bad input, `gpuspy run`, and checked-in dumps.
 mod cli;
+/// `gpuspy demo`: every rule has data, every view says SIMULATED.
+mod demo;
 /// The verdict on simulated runs with a known problem.
 mod diagnosis;
 /// One program per door, each asserting exact per-API counts.
@@ -60,6 +62,6 @@ mod timeline;
 mod untrusted_input;
 /// The HTML pages in headless Chromium, and the Perfetto traces.
 mod views;
-/// The pip wheel's contract: the shim's glibc needs within the wheel's manylinux tag, the
-/// installed layout's shim lookup, `--version`.
+/// The pip wheel's contract: the glibc needs of what it ships within its manylinux tag, the
+/// installed layout's shim lookup and demo, `--version`.
 mod wheel;

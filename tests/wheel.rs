@@ -16,6 +16,20 @@ fn wheel_glibc() -> (u32, u32) {
     (major.parse().unwrap(), minor.parse().unwrap())
 }
 
+/// What the wheel installs in `<prefix>/lib/gpuspy/`: tools/pep517/gpuspy_build.py's
+/// `SHIPPED`, the shim and the fakes `gpuspy demo` runs against.
+fn wheel_libraries() -> Vec<String> {
+    let backend = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/pep517/gpuspy_build.py");
+    let source = std::fs::read_to_string(backend).unwrap();
+    let list = source
+        .lines()
+        .find_map(|l| l.strip_prefix("SHIPPED = [")?.strip_suffix(']'))
+        .expect("no `SHIPPED = [...]` line in gpuspy_build.py");
+    list.split(", ")
+        .map(|name| name.trim_matches('"').to_string())
+        .collect()
+}
+
 /// The `NEEDED` libraries and the `GLIBC_X.Y[.Z]` versions an ELF file requires, from
 /// `objdump -p` (binutils, which the C compiler the tests need brings along).
 fn dynamic_needs(file: &Path) -> (BTreeSet<String>, BTreeSet<(u32, u32)>) {
@@ -47,7 +61,8 @@ fn dynamic_needs(file: &Path) -> (BTreeSet<String>, BTreeSet<(u32, u32)>) {
     (needed, glibc)
 }
 
-/// What the wheel ships must load on every system its tag claims: no glibc symbol version
+/// What the wheel ships (the CLI, the shim and the fakes) must load on every system its tag
+/// claims: no glibc symbol version
 /// newer than the tag, and only libraries the manylinux policy lets a wheel take from the
 /// system (auditwheel's policy list). libcuda must never be a link dependency (auditwheel
 /// repair would graft the driver into the wheel; the shim finds it with dlsym), nor
@@ -64,7 +79,18 @@ fn the_shim_and_the_cli_need_no_glibc_newer_than_the_wheel_tag() {
         "libgcc_s.so.1",
         "ld-linux-x86-64.so.2",
     ];
-    for file in [shim(), gpuspy()] {
+    let bin_dir = &artifacts().bin_dir;
+    let libraries = wheel_libraries();
+    assert_eq!(
+        libraries,
+        [
+            "libgpuspy.so",
+            "libcuda.so",
+            "libcupti.so",
+            "libnvidia_ml.so"
+        ]
+    );
+    for file in libraries.iter().map(|l| bin_dir.join(l)).chain([gpuspy()]) {
         let (needed, glibc) = dynamic_needs(&file);
         assert!(
             needed.contains("libc.so.6"),
@@ -147,6 +173,49 @@ fn shim_path_finds_the_wheel_layout() {
         String::from_utf8(out.stdout).unwrap(),
         format!("{}\n", std::fs::canonicalize(&elsewhere).unwrap().display())
     );
+}
+
+/// `gpuspy demo` from the wheel's layout, with what the wheel ships in
+/// `<prefix>/lib/gpuspy/`: the job runs against the fakes found there. With one of them
+/// missing, one line names it and nothing runs.
+#[test]
+fn the_demo_runs_from_the_wheel_layout_and_names_a_missing_fake() {
+    let prefix = tempfile::tempdir().unwrap();
+    let (bin, lib) = (prefix.path().join("bin"), prefix.path().join("lib/gpuspy"));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    let exe = bin.join("gpuspy");
+    std::fs::copy(gpuspy(), &exe).unwrap();
+    for name in wheel_libraries() {
+        std::fs::copy(artifacts().bin_dir.join(&name), lib.join(&name)).unwrap();
+    }
+    let out = prefix.path().join("out");
+    let run = crate::demo::demo(&exe, &out);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(count(&report_json(&[&out]), "cuLaunchKernel"), 40_000);
+
+    std::fs::remove_file(lib.join("libnvidia_ml.so")).unwrap();
+    let missing = prefix.path().join("missing");
+    let run = crate::demo::demo(&exe, &missing);
+    assert_eq!(run.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&run.stderr),
+        format!(
+            "gpuspy: {} not found: gpuspy demo needs the fake CUDA driver, CUPTI and NVML \
+             beside libgpuspy.so (the pip wheel ships them; in a checkout, `cargo build \
+             --release` builds them)\n",
+            std::fs::canonicalize(&lib)
+                .unwrap()
+                .join("libnvidia_ml.so")
+                .display()
+        )
+    );
+    assert!(run.stdout.is_empty());
+    assert!(!missing.exists());
 }
 
 #[test]

@@ -2,8 +2,8 @@
 # Installs what gpuspy needs on a fresh Debian machine, through apt when missing.
 #
 #   tools/ensure-deps.sh        the main job (tools/main.sh): cargo must be there, and a C
-#                               compiler (the simulated job is a C program built against the
-#                               fake driver).
+#                               compiler (rustc links through it, and the shim's build
+#                               compiles shim/src/exec_variadic.c).
 #   tools/ensure-deps.sh test   the tests, CI and the wheel check, on top of that: xmllint
 #                               (JUnit output is validated against a schema), objdump (a test
 #                               reads the shim's glibc symbol versions), Python with venv

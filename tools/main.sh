@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The main job: build gpuspy, then profile a workload with it.
 #   - With a working NVIDIA GPU and PyTorch: a real PyTorch training-style loop.
-#   - Otherwise: a bundled C "training step" against the fake driver (tools/fakecuda),
-#     clearly labelled SIMULATED. Nothing here touches a GPU in that case.
+#   - Otherwise: `gpuspy demo`, a simulated training step against the fake driver, CUPTI and
+#     NVML (tools/fake*), clearly labelled SIMULATED. Nothing here touches a GPU in that case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Only what this job needs (cargo, a C compiler); the tests' tools come with tools/test.sh.
+# Only what this job needs (cargo, and the C compiler rustc links with); the tests' tools
+# come with tools/test.sh.
 tools/ensure-deps.sh
 # cargo's own progress (one line per crate, on stderr) shows the build is moving; the first
 # one compiles every dependency, which takes minutes on a small machine.
@@ -21,14 +22,6 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
     exec "$bin/gpuspy" run -o "$out" -- python3 examples/torch_step.py
 fi
 
-echo "== gpuspy: no GPU here. SIMULATED run: a C training loop against the fake libcuda.so.1"
-echo "== (tools/fakecuda; latencies are injected, not measured on a GPU)"
-driver="$bin/fake-driver"
-mkdir -p "$driver"
-cp "$bin/libcuda.so" "$driver/libcuda.so.1"
-cp "$bin/libcuda.so" "$driver/libcuda.so"
-cc -O1 -o "$bin/simulated_step" examples/simulated_step.c -L"$driver" -lcuda
-# Pageable copies and a .item()-style sync each step, as a naive PyTorch loop would make.
-LD_LIBRARY_PATH="$driver" \
-FAKECUDA_DELAY_NS="cuStreamSynchronize=400000,cuMemcpyHtoDAsync_v2=150000,cuLaunchKernel=4000" \
-    "$bin/gpuspy" run -o "$out" -- "$bin/simulated_step" 200
+echo "== gpuspy: no GPU here. SIMULATED run: gpuspy demo, a training loop against the fake"
+echo "== CUDA driver, CUPTI and NVML (tools/fake*; latencies are injected, not measured on a GPU)"
+exec "$bin/gpuspy" demo -o "$out"

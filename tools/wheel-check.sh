@@ -4,8 +4,9 @@
 # manylinux tag in pyproject.toml's [tool.gpuspy], and leaves it in target/wheels/. Then
 # checks it: `auditwheel show` agrees with the tag; the sdist holds the whole workspace (the
 # shim a member); and from a fresh venv with nothing but the wheel installed, the installed
-# command finds its shim, profiles the simulated job against the fake driver (as
-# tools/main.sh does) and reports on it, and `LD_PRELOAD=$(gpuspy shim-path)` works too.
+# command finds its shim, `gpuspy demo` runs against the fakes the wheel ships, the installed
+# command profiles the simulated C job against the fake driver and reports on it, and
+# `LD_PRELOAD=$(gpuspy shim-path)` works too.
 # Called by .ci/run; needs PyPI. Reuses the cargo target dir: after tools/main.sh it
 # compiles nothing.
 set -euo pipefail
@@ -69,6 +70,20 @@ shim=$(gpuspy shim-path)
 [ "$shim" = "$(realpath "$env/lib/gpuspy/libgpuspy.so")" ] \
     || fail "gpuspy shim-path gave $shim, not the venv's lib/gpuspy/libgpuspy.so"
 echo "   $(gpuspy --version), shim at $shim"
+
+echo "== wheel-check: gpuspy demo, against the fakes the wheel ships"
+for fake in libcuda.so libcupti.so libnvidia_ml.so; do
+    [ -f "$env/lib/gpuspy/$fake" ] || fail "the wheel installed no lib/gpuspy/$fake"
+done
+gpuspy demo -o "$work/demo" >"$work/demo.txt" || fail "gpuspy demo failed: $(cat "$work/demo.txt")"
+grep -qx "SIMULATED: .*" "$work/demo.txt" || fail "gpuspy demo's report says no SIMULATED"
+! grep -q "needs " "$work/demo.txt" || fail "gpuspy demo left rules without data: $(grep "needs " "$work/demo.txt")"
+gpuspy report --json "$work/demo" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r.get("simulated") is True, "report --json of the demo has no simulated: true"
+apis = {a["api"]: a["count"] for a in r["apis"]}
+assert apis.get("cuLaunchKernel") == 40000, apis'
 
 echo "== wheel-check: SIMULATED job under the installed gpuspy (fake libcuda.so.1)"
 driver="$work/fake-driver"

@@ -114,6 +114,10 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         tool_build: Some(env!("GPUSPY_BUILD").into()),
+        // The fake driver (tools/fakecuda) exports this marker, no real one does: no GPU
+        // measured these figures. One lookup per dump, never per call; asked at each dump
+        // since programs load the driver late.
+        simulated: crate::resolve::driver_symbol(c"fakecuda_simulated").is_some(),
         process: Process {
             // SAFETY: getpid/getppid have no preconditions.
             pid: unsafe { libc::getpid() } as u32,

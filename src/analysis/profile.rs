@@ -126,6 +126,8 @@ pub struct ProcessInfo {
     pub timeline: Option<Box<gpuspy_format::timeline::Timeline>>,
     /// Calls of the latest image in flight past the hang threshold when it was dumped.
     pub hangs: Vec<gpuspy_format::Hang>,
+    /// It called the fake driver (tools/fakecuda): its figures were simulated.
+    pub simulated: bool,
 }
 
 /// One communicator as its members saw it.
@@ -190,6 +192,7 @@ impl ProcessInfo {
         }
         self.threads = self.threads.saturating_add(other.threads);
         self.images += other.images;
+        self.simulated |= other.simulated;
         self.stop_unix_ns = self.stop_unix_ns.max(other.stop_unix_ns);
         self.wall_ns = self.stop_unix_ns.saturating_sub(self.start_unix_ns);
         if self.gpu.is_none() {
@@ -307,6 +310,7 @@ impl Profile {
             run_token: d.process.run_token,
             timeline: d.timeline.map(Box::new),
             hangs: d.hangs,
+            simulated: d.simulated,
         });
         let clipped = &mut p.saturated;
         let (mut calls, mut copied) = (0, 0);
@@ -494,6 +498,11 @@ impl Profile {
         total(self.processes.iter().map(|p| p.unrecorded_calls))
     }
 
+    /// Whether any process called the fake driver: then the report's figures are simulated.
+    pub fn simulated(&self) -> bool {
+        self.processes.iter().any(|p| p.simulated)
+    }
+
     /// Time inside start-up calls: driver init, contexts, module and library loading, JIT.
     pub fn startup_ns(&self) -> u64 {
         total(STARTUP_APIS.iter().map(|name| self.total_ns(name)))
@@ -665,6 +674,7 @@ pub mod synthetic {
             run_token: None,
             timeline: None,
             hangs: Vec::new(),
+            simulated: false,
         });
         Builder(p)
     }

@@ -28,6 +28,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Serialize)]
 pub struct Report<'a> {
     pub schema_version: u32,
+    /// Some process called the fake driver (`gpuspy demo`, tools/fakecuda): no GPU measured
+    /// these figures. Absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub simulated: bool,
     /// The runs the dumps come from, earliest first; more than one when a directory held
     /// several (`runs`).
     pub runs: Vec<Run>,
@@ -450,6 +454,10 @@ pub struct RankVerdict {
     pub verdict: Option<&'static str>,
 }
 
+/// What every view of a simulated run says first (`Report::simulated`).
+pub const SIMULATED: &str =
+    "SIMULATED: these figures come from gpuspy's fake CUDA driver; no GPU measured them";
+
 /// What the text report's GPU section and the page's say when no dump has a GPU section.
 pub const NO_GPU_DATA: &str = "no GPU-side data in the dumps (written by a shim without NVML/CUPTI support, or the process never initialised CUDA)";
 
@@ -574,6 +582,7 @@ impl<'a> Report<'a> {
         let host_blocked = HostBlocked::of(p, steady_state.as_ref());
         Report {
             schema_version: SCHEMA_VERSION,
+            simulated: p.simulated(),
             runs: runs(p),
             start_unix_ns: origin,
             phases: axis.map_or_else(Vec::new, |x| {

@@ -3,6 +3,7 @@
 
 mod check;
 mod completions;
+mod demo;
 mod diff;
 mod explain;
 mod man;
@@ -73,6 +74,8 @@ pub fn execute(cli: Cli) -> ExitCode {
                 &command,
             )
         }
+        Command::Demo { out } => demo::demo(&out),
+        Command::DemoStep { steps } => demo::step::step(steps),
         Command::Diff {
             base,
             new,

@@ -6,7 +6,7 @@
 use crate::analysis::diagnose::LayerStatus;
 use crate::analysis::diff::DiffReport;
 use crate::analysis::report::{
-    ActivityFigures, ApiRow, CopyRow, ProcessRow, RankVerdicts, Report, SyncRow,
+    ActivityFigures, ApiRow, CopyRow, ProcessRow, RankVerdicts, Report, SyncRow, SIMULATED,
 };
 use crate::analysis::rule::Finding;
 use crate::analysis::timelines::{DeviceSeries, Grid, Series, Timelines};
@@ -29,6 +29,8 @@ const SOURCES_SHOWN: usize = 8;
 /// `timelines`).
 #[derive(Serialize)]
 struct ReportPage<'r> {
+    /// The SIMULATED line, for a run against the fake driver.
+    simulated: Option<&'static str>,
     processes: &'r [ProcessRow],
     wall_ns: u64,
     process_wall_ns: u64,
@@ -157,6 +159,7 @@ fn devices<'r>(r: &'r Report) -> Vec<DevicePage<'r>> {
 /// Writes the report page.
 pub fn write_report(r: &Report, out: impl Write) -> anyhow::Result<()> {
     let page = ReportPage {
+        simulated: r.simulated.then_some(SIMULATED),
         processes: &r.processes,
         wall_ns: r.wall_ns,
         process_wall_ns: r.process_wall_ns,
@@ -192,7 +195,13 @@ pub fn write_report(r: &Report, out: impl Write) -> anyhow::Result<()> {
         start_unix_ns: r.start_unix_ns,
         phases: &r.phases,
     };
-    write_page("gpuspy report", "report", &page, out)
+    // In the title too, which every tab and window list shows, script or not.
+    let title = if r.simulated {
+        "gpuspy report: SIMULATED"
+    } else {
+        "gpuspy report"
+    };
+    write_page(title, "report", &page, out)
 }
 
 /// Writes the diff page: the significance results and, per API compared, both sides'

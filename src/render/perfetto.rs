@@ -4,9 +4,10 @@
 //! One group of tracks (a trace "process") for the job and one per process of the job,
 //! ordered by rank: counter tracks for the window series and the NVML telemetry, and
 //! slices for the sampled blocking calls and GPU idle gaps. Times are microseconds from
-//! the start of the job's grid, `otherData.origin_unix_ns`. Bounded by the report's own
-//! bounds (src/analysis/timelines.rs): a 1,000-rank job of any length stays under 10 MB; a counter
-//! is written only when its value changes.
+//! the start of the job's grid, `otherData.origin_unix_ns`; a run against the fake driver
+//! has `otherData.simulated` and a job group named `SIMULATED job (...)`. Bounded by the
+//! report's own bounds (src/analysis/timelines.rs): a 1,000-rank job of any length stays
+//! under 10 MB; a counter is written only when its value changes.
 
 use crate::analysis::report::{ProcessRow, Report};
 use crate::analysis::timelines::{Grid, Series, Timelines};
@@ -249,8 +250,9 @@ pub fn write(r: &Report, out: impl Write) -> anyhow::Result<()> {
     };
     write!(
         trace.out,
-        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"tool\":\"gpuspy\",\"origin_unix_ns\":\"{}\"}},\"traceEvents\":[",
-        t.grid.start_unix_ns
+        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"tool\":\"gpuspy\",\"origin_unix_ns\":\"{}\"{}}},\"traceEvents\":[",
+        t.grid.start_unix_ns,
+        if r.simulated { ",\"simulated\":true" } else { "" }
     )?;
     events(&mut trace, r, t)?;
     trace.out.write_all(b"\n]}\n")?;
@@ -260,11 +262,13 @@ pub fn write(r: &Report, out: impl Write) -> anyhow::Result<()> {
 
 fn events<W: Write>(trace: &mut Trace<W>, r: &Report, t: &Timelines) -> anyhow::Result<()> {
     // Group 0 is the job; the processes follow, ranks in order.
+    // The job's track group is the first a viewer shows: a simulated run says so there.
+    let simulated = if r.simulated { "SIMULATED " } else { "" };
     trace.metadata(
         0,
         None,
         "process_name",
-        json!({ "name": format!("job ({} processes)", r.processes.len()) }),
+        json!({ "name": format!("{simulated}job ({} processes)", r.processes.len()) }),
     )?;
     trace.metadata(0, None, "process_sort_index", json!({ "sort_index": 0 }))?;
     trace.series(0, &t.grid, &t.job)?;

@@ -4,7 +4,9 @@
 
 use crate::analysis::gpm::GpuUse;
 use crate::analysis::phases::StepSource;
-use crate::analysis::report::{ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report};
+use crate::analysis::report::{
+    ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report, SIMULATED,
+};
 use crate::analysis::rule::{Finding, Severity};
 use crate::safe_text::{self, Escaped};
 use crate::units::{bytes, duration, percent, whole_percent};
@@ -678,6 +680,9 @@ fn tables(r: &Report, per_process: bool) -> String {
         duration(r.driver_ns),
         percent(r.driver_share),
     );
+    if r.simulated {
+        let _ = writeln!(out, "{SIMULATED}");
+    }
     if r.unrecorded_calls > 0 {
         let _ = writeln!(
             out,

@@ -4,7 +4,9 @@ maturin builds the `gpuspy` binary (`bindings = "bin"`) but not the shim, a seco
 So before each wheel this builds the shim with cargo, in the same target directory and
 release profile as maturin's build, and stages it where pyproject.toml's
 `[tool.maturin] data` points: `data/lib/gpuspy/libgpuspy.so` inside it installs at
-`<prefix>/lib/gpuspy/libgpuspy.so`. Every other hook is maturin's own.
+`<prefix>/lib/gpuspy/libgpuspy.so`. Beside it go the fake driver, CUPTI and NVML that
+`gpuspy demo` runs against, under the names cargo gives them (no program loads a real
+library by those). Every other hook is maturin's own.
 """
 
 import io
@@ -20,9 +22,12 @@ import maturin
 ROOT = Path(__file__).resolve().parents[2]
 # pyproject.toml's [tool.maturin] data.
 DATA = ROOT / "target" / "wheel-data"
+# What the wheel installs in <prefix>/lib/gpuspy/: the shim, and the fakes `gpuspy demo`
+# finds beside it (src/cmd/demo.rs, FAKES).
+SHIPPED = ["libgpuspy.so", "libcuda.so", "libcupti.so", "libnvidia_ml.so"]
 
 
-def _stage_shim():
+def _stage_libraries():
     cargo = os.environ.get("CARGO", "cargo")
     # The workspace's default build, as tools/main.sh and tools/test.sh make it: the same
     # shim they test (`-p gpuspy-shim` alone unifies dependency features differently and
@@ -35,21 +40,22 @@ def _stage_shim():
         check=True,
         stdout=subprocess.PIPE,
     )
-    built = Path(json.loads(meta.stdout)["target_directory"]) / "release" / "libgpuspy.so"
-    # Only the shim: whatever else is under DATA would be installed too.
+    built = Path(json.loads(meta.stdout)["target_directory"]) / "release"
+    # Only these: whatever else is under DATA would be installed too.
     shutil.rmtree(DATA, ignore_errors=True)
     dest = DATA / "data" / "lib" / "gpuspy"
     dest.mkdir(parents=True)
-    shutil.copy2(built, dest / "libgpuspy.so")
+    for name in SHIPPED:
+        shutil.copy2(built / name, dest / name)
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    _stage_shim()
+    _stage_libraries()
     return maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    _stage_shim()
+    _stage_libraries()
     return maturin.build_editable(wheel_directory, config_settings, metadata_directory)
 
 

@@ -38,6 +38,10 @@ pub struct Dump {
     /// sdist). None in dumps of schema 1 and 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_build: Option<String>,
+    /// The process called gpuspy's fake driver (tools/fakecuda, `gpuspy demo`), not a GPU:
+    /// every figure was simulated. Absent (false) otherwise and in older dumps.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub simulated: bool,
     pub process: Process,
     /// Wall-clock (Unix epoch) nanoseconds at process start (or at fork, for a child) and at the
     /// moment this dump was taken.

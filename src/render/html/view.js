@@ -445,6 +445,7 @@
     const procs = r.processes.length;
     app.append(h("h1", {}, "gpuspy report"),
       h("p", { class: "sub" }, `${procs} process${procs === 1 ? "" : "es"}, wall ${dur(r.wall_ns)}, inside the driver ${dur(r.driver_ns)} (${pct(r.driver_share)} of ${procs > 1 ? "process time" : "wall"})`),
+      r.simulated ? h("p", { class: "simulated", id: "simulated" }, r.simulated) : null,
       verdictBox(r));
     section("Layers, bottom up", layers(r));
     timelineSection(r);

@@ -17,6 +17,8 @@
 //! the `cuMemcpy*BatchAsync*` family and `cuCtxSynchronize_v2`. A new hook takes two lines
 //! here: the export (in one of the macro lists below) and its version in `exports()`.
 //! tests/doors.rs `every_hook_resolves_through_every_door` checks both against the list.
+//!
+//! It exports `fakecuda_simulated`, so that every report of a run against it says SIMULATED.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -79,6 +81,12 @@ fn knobs() -> &'static HashMap<String, Knob> {
         map
     })
 }
+
+/// The marker that tells gpuspy's shim this libcuda is a fake: its dumps say `simulated`,
+/// and every view of them SIMULATED. No real driver exports it.
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static fakecuda_simulated: u8 = 1;
 
 /// Calls inside their delay now, but those that wait for the GPU (a sync): what a CUPTI
 /// switch must not overlap (`fakecuda_calls_in_flight`, read by the fake libcupti).
