@@ -46,6 +46,7 @@ mod record;
 mod reserve;
 mod resolve;
 mod signals;
+mod switch;
 mod timeline;
 mod tls;
 mod unwrapped;
@@ -53,3 +54,16 @@ mod watchdog;
 
 #[cfg(test)]
 mod no_alloc_tests;
+
+/// The calls the lower layers make into the upper ones, which they do not know: this table,
+/// filled here where the whole crate is in view, is how the hot path reaches the lifecycle
+/// and the collectors (dependency inversion, docs/design.md "Shim layers"). Each is taken
+/// on a cold branch only; a static, so it is there before the very first intercepted call.
+pub struct Upcalls {
+    /// The first call of a process generation: starts recording; true when it did.
+    pub activate: fn() -> bool,
+}
+
+pub static UPCALLS: Upcalls = Upcalls {
+    activate: lifecycle::activate,
+};

@@ -14,7 +14,7 @@
 //! `GPUSPY_FLUSH_S` seconds, and by the writer thread when a signal is about to end the
 //! process. A fork child starts from zero.
 
-use crate::{clock, dump, record, signals, unwrapped};
+use crate::{clock, dump, record, signals, switch, unwrapped};
 use gpuspy_format::Ending;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::time::Duration;
@@ -60,27 +60,6 @@ const READY: u8 = 2;
 const OFF: u8 = 3;
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 
-/// The two globals every intercepted call reads, on one cache line: between two calls a
-/// Python interpreter evicts most of what the wrapper touches, and each line is a miss.
-#[repr(C, align(64))]
-struct Hot {
-    /// 0 until the first call of a process generation (cleared in a fork child), then the
-    /// clock source: one load says both "record" and "which clock".
-    active: AtomicU8,
-    /// `clock::ns_per_tick_q32()`, copied here at activation.
-    ns_per_tick_q32: AtomicU64,
-}
-
-static HOT: Hot = Hot {
-    active: AtomicU8::new(0),
-    ns_per_tick_q32: AtomicU64::new(1 << 32),
-};
-
-/// The tick-to-nanosecond factor of the active clock.
-#[inline(always)]
-pub fn ns_per_tick_q32() -> u64 {
-    HOT.ns_per_tick_q32.load(Relaxed)
-}
 /// The pid whose data the arena holds: a vfork child shares our memory but not our pid.
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 static START_UNIX_NS: AtomicU64 = AtomicU64::new(0);
@@ -90,23 +69,11 @@ static FIRST_CALL_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 /// is known not to exist in the child.
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 
-/// Whether wrappers should record, and with which clock. One relaxed load on the hot path.
-#[inline(always)]
-pub fn recording() -> Option<clock::Source> {
-    match HOT.active.load(Relaxed) {
-        1 => Some(clock::Source::Monotonic),
-        2 => Some(clock::Source::Tsc),
-        _ => activate().then(clock::chosen),
-    }
-}
-
-fn active() -> bool {
-    HOT.active.load(Acquire) != 0
-}
-
+/// The first call of a process generation (through `switch::recording`): starts recording.
+/// True when the shim records.
 #[cold]
 #[inline(never)]
-fn activate() -> bool {
+pub fn activate() -> bool {
     match STATE.compare_exchange(UNINIT, INITIALISING, AcqRel, Acquire) {
         Ok(_) => {
             let ready = init_process();
@@ -149,8 +116,7 @@ fn activate() -> bool {
         start_writer();
         signals::install();
     }
-    HOT.ns_per_tick_q32.store(clock::ns_per_tick_q32(), Relaxed);
-    HOT.active.store(clock::chosen() as u8, Release);
+    switch::turn_on();
     true
 }
 
@@ -177,7 +143,7 @@ pub fn forked() -> bool {
 
 extern "C" fn on_fork_child() {
     FORKED.store(true, Relaxed);
-    HOT.active.store(0, Relaxed);
+    switch::turn_off();
     OWNER_PID.store(0, Relaxed);
     GENERATION.fetch_add(1, Relaxed);
     FINAL_WRITTEN.store(false, Relaxed);
@@ -319,7 +285,7 @@ pub fn request_signal_dump(signal: libc::c_int) -> bool {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     if !WRITER_RUNNING.load(Acquire)
-        || !active()
+        || !switch::is_on()
         || OWNER_PID.load(Acquire) != pid
         || FINAL_WRITTEN.load(Acquire)
     {
@@ -354,7 +320,7 @@ static FINAL_WRITTEN: AtomicBool = AtomicBool::new(false);
 fn write(what: Occasion) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    if !active() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
+    if !switch::is_on() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
         return;
     }
     // A final or pre-exec write waits for a periodic write in progress (bounded); the
@@ -398,7 +364,7 @@ pub fn before_exec() {
 /// Whether this process generation records (so an `exec` of it is a new image of ours).
 pub fn owns_process() -> bool {
     // SAFETY: getpid has no preconditions.
-    active() && OWNER_PID.load(Acquire) == unsafe { libc::getpid() } as u32
+    switch::is_on() && OWNER_PID.load(Acquire) == unsafe { libc::getpid() } as u32
 }
 
 /// Normal exit and dlclose.

@@ -23,7 +23,7 @@ use crate::clock;
 use crate::effect::Effect;
 use crate::events::Ring;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
-use crate::lifecycle;
+use crate::switch;
 use crate::tls::{self, Local};
 use gpuspy_format::{hist, Direction, HostKind, SyncCause};
 use std::sync::atomic::{
@@ -93,7 +93,7 @@ static DISCARD: ThreadStats = unsafe { std::mem::MaybeUninit::zeroed().assume_in
 pub fn exclude_current_thread() {
     if let Some(l) = tls::local() {
         DISCARD.in_call.since.store(u64::MAX, Relaxed);
-        l.slot.set(&DISCARD);
+        l.slot.set(std::ptr::from_ref(&DISCARD).cast());
     }
 }
 
@@ -388,7 +388,7 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
     TIDS[index].store(unsafe { libc::gettid() } as u32, Relaxed);
     // SAFETY: index < MAX_THREADS, so block index + 1 lies inside the mapping.
     let block = unsafe { &*arena.add(index + 1) };
-    local.slot.set(block);
+    local.slot.set(std::ptr::from_ref(block).cast());
     if let Some(key) = EXIT_KEY.load(Acquire).checked_sub(1) {
         // SAFETY: a key we created; the value is only ever read back by on_thread_exit.
         unsafe { libc::pthread_setspecific(key, (index + 1) as *const libc::c_void) };
@@ -409,7 +409,7 @@ extern "C" fn on_thread_exit(value: *mut libc::c_void) {
     // SAFETY: slot is within 1..=MAX_THREADS, inside the mapping.
     let block = unsafe { &*arena.add(slot) };
     // A forked child's reset left this thread without a block: the slot is not its own.
-    if !std::ptr::eq(local.slot.get(), block) {
+    if !std::ptr::eq(local.slot.get().cast(), block) {
         return;
     }
     local.slot.set(std::ptr::null());
@@ -531,7 +531,7 @@ pub fn begin(hook: Hook) -> Span {
         source: clock::Source::Monotonic,
         start: 0,
     };
-    let Some(source) = lifecycle::recording() else {
+    let Some(source) = switch::recording() else {
         return SKIP;
     };
     // Thread teardown (TLS gone): just forward.
@@ -540,7 +540,7 @@ pub fn begin(hook: Hook) -> Span {
     };
     // SAFETY: slot pointers come from claim_slot (into the never-unmapped arena) or are
     // DISCARD.
-    let block = match unsafe { l.slot.get().as_ref() } {
+    let block = match unsafe { l.slot.get().cast::<ThreadStats>().as_ref() } {
         Some(block) => block,
         None => match claim_slot(l) {
             Some(block) => block,
@@ -582,7 +582,7 @@ pub fn end(span: Span, hook: Hook, effect: Effect, result: CUresult) {
         return;
     };
     let end = span.source.ticks();
-    let ns = clock::ticks_to_ns(end.saturating_sub(span.start), lifecycle::ns_per_tick_q32());
+    let ns = clock::ticks_to_ns(end.saturating_sub(span.start), switch::ns_per_tick_q32());
     block.in_call.since.store(0, Relaxed);
     // SAFETY: Hook ids are < HOOK_COUNT by construction.
     let cell = unsafe { block.apis.get_unchecked(hook as usize) };
