@@ -16,7 +16,7 @@
 //!
 //! This module is the only one that knows which lookups to answer with something else:
 //! driver entry points and NCCL functions with our wrappers, CUPTI's subscriber functions
-//! with `gpu::cupti`'s. Finding the real functions is `resolve.rs`, which knows none of
+//! with `gpu::cupti`'s (through `crate::UPCALLS`). Finding the real functions is `resolve.rs`, which knows none of
 //! that.
 
 use crate::effect::Effect;
@@ -48,7 +48,7 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
     } else if name.to_bytes().starts_with(b"nccl") {
         nccl_wrapper(found, name)
     } else if name.to_bytes().starts_with(b"cupti") {
-        crate::gpu::cupti::dlsym_wrapper(found, name)
+        (crate::UPCALLS.cupti_lookup)(found, name)
     } else {
         found
     }

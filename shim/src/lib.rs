@@ -45,6 +45,7 @@ mod pystack;
 mod record;
 mod reserve;
 mod resolve;
+mod ring;
 mod signals;
 mod switch;
 mod timeline;
@@ -62,8 +63,31 @@ mod no_alloc_tests;
 pub struct Upcalls {
     /// The first call of a process generation: starts recording; true when it did.
     pub activate: fn() -> bool,
+    /// A thread that recorded calls exits: its unread blocking events go to the timeline
+    /// (`events::retire`), before its block is folded.
+    pub thread_exit: fn(usize, &record::ThreadStats),
+    /// Captures the Python call site of a call `Effect::picks_call_site` picked.
+    pub call_site: fn(usize, Option<gpuspy_format::SyncCause>, u64),
+    /// The first successful `cuInit`: GPU-side collection starts.
+    pub driver_ready: fn(),
+    /// The program made a context on this device ordinal.
+    pub device_used: fn(std::ffi::c_int),
+    /// The program allocated managed memory.
+    pub managed_memory: fn(),
+    /// Before a CUDA graph is captured, instantiated or launched: CUPTI stays attached.
+    pub keep_attached: fn(),
+    /// What `dlsym` of a `cupti*` name returns: gpuspy's wrapper for the functions it
+    /// shares CUPTI through, or what the real lookup found.
+    pub cupti_lookup: fn(*mut std::ffi::c_void, &std::ffi::CStr) -> *mut std::ffi::c_void,
 }
 
 pub static UPCALLS: Upcalls = Upcalls {
     activate: lifecycle::activate,
+    thread_exit: events::retire,
+    call_site: pystack::capture,
+    driver_ready: gpu::on_driver_ready,
+    device_used: gpu::on_device_used,
+    managed_memory: gpu::on_managed_memory,
+    keep_attached: gpu::cupti::keep_attached,
+    cupti_lookup: gpu::cupti::dlsym_wrapper,
 };

@@ -16,12 +16,12 @@
 //!
 //! A block also says what its thread is doing (`in_call`: the outermost call's hook and
 //! start, which is the nesting guard too) and keeps the thread's recent blocking calls in
-//! a ring (`events.rs`), so that other threads (the timeline's snapshot, a watchdog) can
+//! a ring (`ring.rs`), so that other threads (the timeline's snapshot, a watchdog) can
 //! read both without the hot path doing anything more.
 
 use crate::clock;
 use crate::effect::Effect;
-use crate::events::Ring;
+use crate::ring::Ring;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
 use crate::switch;
 use crate::tls::{self, Local};
@@ -415,7 +415,7 @@ extern "C" fn on_thread_exit(value: *mut libc::c_void) {
     local.slot.set(std::ptr::null());
     // Its blocking calls not yet read go to the timeline first (a lock taken before the
     // folding lock, never inside it).
-    crate::events::retire(slot, block);
+    (crate::UPCALLS.thread_exit)(slot, block);
     lock_folding();
     // SAFETY: block 0 lies inside the mapping.
     fold_into(unsafe { &*arena }, block);
@@ -588,14 +588,22 @@ pub fn end(span: Span, hook: Hook, effect: Effect, result: CUresult) {
     let cell = unsafe { block.apis.get_unchecked(hook as usize) };
     cell.series.add(ns);
     if result == 0 {
-        apply(block, cell, &effect, span.start, end, ns);
+        apply(block, cell, hook, &effect, span.start, end, ns);
     } else {
         record_error(hook, result);
     }
 }
 
 #[inline(always)]
-fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, start: u64, end: u64, ns: u64) {
+fn apply(
+    block: &ThreadStats,
+    cell: &ApiCell,
+    hook: Hook,
+    effect: &Effect,
+    start: u64,
+    end: u64,
+    ns: u64,
+) {
     if matches!(effect, Effect::None) {
         return;
     }
@@ -623,7 +631,9 @@ fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, start: u64, end: 
     }
     effect.track_host_memory();
     effect.notify_gpu();
-    crate::pystack::after_call(block, cell, effect, ns);
+    if effect.picks_call_site(ns) {
+        (crate::UPCALLS.call_site)(hook as usize, effect.sync_cause(), ns);
+    }
 }
 
 impl Series {
