@@ -20,10 +20,34 @@
 //! that.
 
 use crate::effect::Effect;
-use crate::hooks::{wrapper_address, CUresult, Hook, ALL_HOOKS};
+use crate::hooks::{hook_list, CUresult, Hook, ALL_HOOKS};
 use crate::record;
 use crate::resolve::{adopt_driver, is_own_address, real_dlsym, real_fn};
 use std::ffi::{c_char, c_int, c_void, CStr};
+
+/// `wrapper_address`, from the hook list: the generated wrappers and the hand-written ones.
+macro_rules! hook_addresses {
+    (
+        driver -> $dres:ty, else $dmissing:expr; {
+            $( $name:ident ( $($arg:ident : $ty:ty),* ) => $effect:expr; )*
+        }
+        nccl -> $nres:ty, else $nmissing:expr; {
+            $( $nname:ident ( $($narg:ident : $nty:ty),* ) => $neffect:expr $(, then $nthen:expr)?; )*
+        }
+        manual { $( $mname:ident => $($mpath:ident)::+; )* }
+    ) => {
+        /// The address of our wrapper for `hook`.
+        pub fn wrapper_address(hook: Hook) -> *mut c_void {
+            match hook {
+                $(Hook::$name => crate::exports::$name as *mut c_void,)*
+                $(Hook::$nname => crate::exports::$nname as *mut c_void,)*
+                $(Hook::$mname => crate::$($mpath)::+ as *mut c_void,)*
+            }
+        }
+    };
+}
+
+hook_list!(hook_addresses);
 
 /// Door 2: every `dlsym` in the process comes through here.
 ///
@@ -166,6 +190,17 @@ fn swap_for_wrapper(found: *mut c_void, symbol: *const c_char) -> *mut c_void {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_wrapper_is_distinct() {
+        let mut addrs: Vec<usize> = ALL_HOOKS
+            .iter()
+            .map(|&h| wrapper_address(h) as usize)
+            .collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        assert_eq!(addrs.len(), crate::hooks::HOOK_COUNT, "two hooks share a wrapper");
+    }
 
     #[test]
     fn only_cu_capital_names_are_driver_names() {

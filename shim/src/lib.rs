@@ -33,6 +33,7 @@ mod dump;
 mod effect;
 mod events;
 mod exec;
+mod exports;
 mod forklock;
 mod gpu;
 mod hooks;

@@ -713,7 +713,8 @@ mod tests {
     #[test]
     #[ignore]
     fn snapshot_cost() {
-        use crate::hooks::{exports, Hook};
+        use crate::exports;
+        use crate::hooks::Hook;
         use std::ffi::c_void;
         use std::sync::atomic::{AtomicBool, AtomicUsize};
         use std::sync::Arc;
