@@ -2,7 +2,7 @@
 //! allocate, never calls the driver.
 
 use crate::hooks::{ALL_HOOKS, HOOK_COUNT};
-use crate::lifecycle::config;
+use crate::config::config;
 use crate::record::{self, Series, ThreadStats};
 use crate::{clock, unwrapped};
 use gpuspy_format::trust::{self, Writers};
@@ -147,7 +147,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         call_sites: crate::pystack::snapshot(),
         hangs: crate::watchdog::hangs(),
     };
-    dump.timeline = crate::timeline::assemble(table, &dump);
+    dump.timeline = crate::timeline::assemble(table, &dump, crate::gpu::timeline_gpu);
     dump
 }
 
@@ -275,7 +275,7 @@ fn write_files(
         }
     }
     if let Some(dir) = &config.prom_dir {
-        let identity = prom::Identity::of(&dump, crate::lifecycle::forked());
+        let identity = prom::Identity::of(&dump, crate::switch::forked());
         let name = identity.file_name();
         let done = if last {
             remove_from(dir, &name)

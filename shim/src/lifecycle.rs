@@ -19,7 +19,7 @@ use gpuspy_format::Ending;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::time::Duration;
 
-pub use crate::config::config;
+use crate::config::config;
 
 /// The `GPUSPY_IMAGE` value for the image that replaces this one (`config::Image`).
 pub fn next_image() -> String {
@@ -27,14 +27,8 @@ pub fn next_image() -> String {
     format!(
         "{}:{number}:{}",
         std::process::id(),
-        START_UNIX_NS.load(Relaxed)
+        switch::start_unix_ns()
     )
-}
-
-/// The process's start (Unix ns), the origin of the dump's timeline; 0 before the first
-/// recorded call.
-pub fn start_unix_ns() -> u64 {
-    START_UNIX_NS.load(Relaxed)
 }
 
 /// At load: the environment and the working directory as the program was started with them.
@@ -45,7 +39,7 @@ extern "C" fn on_load() {
     }
     crate::exec::NEXT.resolve();
     signals::NEXT.resolve();
-    crate::dispositions::NEXT.resolve();
+    signals::DISPOSITION_FNS.resolve();
 }
 
 // Not in the shim's own unit tests, which set the environment themselves.
@@ -62,7 +56,6 @@ static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 
 /// The pid whose data the arena holds: a vfork child shares our memory but not our pid.
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
-static START_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 
 static FIRST_CALL_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 /// Bumped at every fork so the parent's flusher thread, if copied state suggests it runs,
@@ -111,7 +104,7 @@ pub fn activate() -> bool {
             Some(image) => image.start_unix_ns,
             None => process_start_unix_ns().map_or(now, |s| s.min(now)),
         };
-        START_UNIX_NS.store(start, Relaxed);
+        switch::set_start_unix_ns(start);
         dump::capture_process_info();
         start_writer();
         signals::install();
@@ -133,16 +126,8 @@ fn init_process() -> bool {
     true
 }
 
-/// Set in a child forked from a recording process: it inherited its parent's rank
-/// variables, so its Prometheus series are named by its pid (`prom::Identity`).
-static FORKED: AtomicBool = AtomicBool::new(false);
-
-pub fn forked() -> bool {
-    FORKED.load(Relaxed)
-}
-
 extern "C" fn on_fork_child() {
-    FORKED.store(true, Relaxed);
+    switch::mark_forked();
     switch::turn_off();
     OWNER_PID.store(0, Relaxed);
     GENERATION.fetch_add(1, Relaxed);
@@ -338,7 +323,7 @@ fn write(what: Occasion) {
     }
     if !FINAL_WRITTEN.load(Acquire) {
         let times = dump::Times {
-            start_unix_ns: START_UNIX_NS.load(Relaxed),
+            start_unix_ns: switch::start_unix_ns(),
             first_call_unix_ns: FIRST_CALL_UNIX_NS.load(Relaxed),
         };
         let (complete, ending) = match what {

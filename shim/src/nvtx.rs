@@ -747,7 +747,7 @@ impl Collector {
 
     fn drain(&mut self) {
         if self.origin == 0 {
-            self.origin = crate::lifecycle::start_unix_ns();
+            self.origin = crate::switch::start_unix_ns();
             self.window_ns = FIRST_WINDOW_NS;
             self.series = vec![Vec::new(); NVTX_NAMES];
             self.ends = vec![Vec::new(); NVTX_NAMES];

@@ -1,4 +1,6 @@
-//! The switch every intercepted call reads first: whether to record, and with which clock.
+//! The switch every intercepted call reads first: whether to record, and with which clock;
+//! and what the activation fixed for every layer to read: the process's start, and whether
+//! the process is a child forked from a recording one.
 //!
 //! It sits below the recorder and above nothing but the clock, so that the hot path can
 //! read it without knowing the lifecycle that turns it on: the first call of a process
@@ -6,7 +8,7 @@
 //! start recording (the clock, the arena, the writer thread), which then turns it on.
 
 use crate::clock;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
 
 /// The two globals every intercepted call reads, on one cache line: between two calls a
 /// Python interpreter evicts most of what the wrapper touches, and each line is a miss.
@@ -61,4 +63,28 @@ pub fn turn_on() {
 /// Turns recording off until the next call activates it again (a fork child).
 pub fn turn_off() {
     HOT.active.store(0, Relaxed);
+}
+
+static START_UNIX_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The process's start (Unix ns), the origin of the dump's timeline; 0 before the first
+/// recorded call.
+pub fn start_unix_ns() -> u64 {
+    START_UNIX_NS.load(Relaxed)
+}
+
+pub fn set_start_unix_ns(start: u64) {
+    START_UNIX_NS.store(start, Relaxed);
+}
+
+/// Set in a child forked from a recording process: it inherited its parent's rank
+/// variables, so its Prometheus series are named by its pid (`prom::Identity`).
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+pub fn forked() -> bool {
+    FORKED.load(Relaxed)
+}
+
+pub fn mark_forked() {
+    FORKED.store(true, Relaxed);
 }

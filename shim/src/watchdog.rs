@@ -9,7 +9,7 @@
 
 use crate::clock::Anchor;
 use crate::hooks::ALL_HOOKS;
-use crate::lifecycle::config;
+use crate::config::config;
 use crate::{nccl, record};
 use gpuspy_format::Hang;
 
