@@ -199,7 +199,11 @@ mod tests {
             .collect();
         addrs.sort_unstable();
         addrs.dedup();
-        assert_eq!(addrs.len(), crate::hooks::HOOK_COUNT, "two hooks share a wrapper");
+        assert_eq!(
+            addrs.len(),
+            crate::hooks::HOOK_COUNT,
+            "two hooks share a wrapper"
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Turning the arena into a dump file. Cold: runs on the flusher thread or at exit, may
 //! allocate, never calls the driver.
 
-use crate::hooks::{ALL_HOOKS, HOOK_COUNT};
 use crate::config::config;
+use crate::hooks::{ALL_HOOKS, HOOK_COUNT};
 use crate::record::{self, Series, ThreadStats};
 use crate::{clock, unwrapped};
 use gpuspy_format::trust::{self, Writers};

@@ -8,13 +8,13 @@ use crate::effect::{
     batch, copy, copy2d, copy3d, copy3d_peer, copy_unified, graph_ahead, managed_alloc,
     pinned_alloc, pinned_register, release, sum_sizes, Effect, Mode::Async, Mode::Blocking,
 };
-use crate::nccl::{
-    forgets, group_started, operation, registers, splits, NcclResult, Op, UniqueId,
-    NCCL_INTERNAL_ERROR,
-};
 use crate::hooks::{
     hook_list, CUresult, Dptr, Dptr32, Hook, MemLocation, Ptr, ResultCode, Size, Then,
     CUDA_ERROR_NOT_FOUND,
+};
+use crate::nccl::{
+    forgets, group_started, operation, registers, splits, NcclResult, Op, UniqueId,
+    NCCL_INTERNAL_ERROR,
 };
 use gpuspy_format::Direction::{DtoD, DtoH, HtoD, Peer};
 use std::ffi::{c_char, c_int, c_uint, c_void};

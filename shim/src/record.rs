@@ -21,8 +21,8 @@
 
 use crate::clock;
 use crate::effect::Effect;
-use crate::ring::Ring;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
+use crate::ring::Ring;
 use crate::switch;
 use crate::tls::{self, Local};
 use gpuspy_format::{hist, Direction, HostKind, SyncCause};

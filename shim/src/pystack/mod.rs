@@ -67,7 +67,11 @@ static FOUND: OnceLock<Found> = OnceLock::new();
 #[cold]
 #[inline(never)]
 pub fn capture(hook: usize, cause: Option<SyncCause>, ns: u64) {
-    let weight = if ns >= CALL_SITE_THRESHOLD_NS { 1 } else { CALL_SITE_SAMPLE_EVERY };
+    let weight = if ns >= CALL_SITE_THRESHOLD_NS {
+        1
+    } else {
+        CALL_SITE_SAMPLE_EVERY
+    };
     let Found::Ready(py) = FOUND.get_or_init(find) else {
         return;
     };
