@@ -1,8 +1,8 @@
 //! The hook list: one line per exported driver or NCCL symbol that gpuspy wraps, every
 //! variant spelled as the library exports it (`_v2`, `_ptsz`, `_ptds`), so the names grep
-//! against `cuda.h` and `nccl.h`. `hook_list!` hands the list to the macros that make the `Hook` id
-//! enum and the name table (here), one exported `extern "C"` wrapper per line (`exports.rs`)
-//! and the table of wrapper addresses (`doors.rs`). Each section names the
+//! against `cuda.h` and `nccl.h`. `hook_list!` hands the list to the macros that make the
+//! `Hook` id enum and the name table (here), one exported `extern "C"` wrapper per line
+//! (`exports.rs`) and the table of wrapper addresses (`doors.rs`). Each section names the
 //! library's result type (`CUresult`, `ncclResult_t`) and what a wrapper returns when the
 //! loaded library lacks the symbol.
 //!

@@ -632,8 +632,15 @@ fn apply(
     effect.track_host_memory();
     effect.notify_gpu();
     if effect.picks_call_site(ns) {
-        (crate::UPCALLS.call_site)(hook as usize, effect.sync_cause(), ns);
+        capture_call_site(hook, effect.sync_cause(), ns);
     }
+}
+
+/// Out of line and cold, so that the test before it stays two branches on the hot path.
+#[cold]
+#[inline(never)]
+fn capture_call_site(hook: Hook, cause: Option<SyncCause>, ns: u64) {
+    (crate::UPCALLS.call_site)(hook as usize, cause, ns);
 }
 
 impl Series {
