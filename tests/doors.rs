@@ -95,13 +95,15 @@ fn eight_threads_each_counted_exactly() {
     assert_eq!(r["processes"][0]["threads"], 8);
 }
 
-/// The hook list, read from its source: (name, is NCCL) per line of `hooks!`.
+/// The hook list, read from its source: (name, is NCCL) per line of `hook_list!`.
 fn hook_list() -> Vec<(String, bool)> {
     let source = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shim/src/hooks.rs"),
     )
     .unwrap();
-    let list = &source[source.find("\nhooks! {").expect("the hooks! invocation")..];
+    let list = &source[source
+        .find("\nmacro_rules! hook_list {")
+        .expect("the hook_list! macro")..];
     list.lines()
         .filter_map(|line| {
             let line = line.strip_prefix("    ")?;

@@ -34,7 +34,7 @@ mod hardening;
 mod help;
 /// Runs with calls the shim did not record: every view says the data is incomplete.
 mod incomplete;
-/// The import-cycle check of tools/check-layers.py, on the CLI and the format crate.
+/// The import-cycle check of tools/check-layers.py, on the CLI, the format crate and the shim.
 mod layers;
 /// Fork, `_exit`, SIGKILL after a flush, processes that never call the driver.
 mod lifecycle;

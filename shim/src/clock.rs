@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 static USE_TSC: AtomicBool = AtomicBool::new(false);
 /// Nanoseconds per tick in 32.32 fixed point; 1.0 for the monotonic clock. The recorder
-/// keeps a copy on its hot cache line (`lifecycle::HOT`).
+/// keeps a copy on its hot cache line (`switch::HOT`).
 static NS_PER_TICK_Q32: AtomicU64 = AtomicU64::new(1 << 32);
 
 pub fn ns_per_tick_q32() -> u64 {

@@ -12,36 +12,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-use crate::resolve::NextFns;
-use crate::signals;
+use crate::signals::{self, real_sigaction as real, set_errno, SignalFn, DISPOSITION_FNS};
 use std::ffi::c_int;
-
-type SigactionFn =
-    unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
-type SignalFn = unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t;
-/// libc's `sigaction` and `signal`, looked up at load: both are called in signal handlers,
-/// where `dlsym` is not safe.
-pub static NEXT: NextFns<2> = NextFns::new([c"sigaction", c"signal"]);
-
-fn set_errno(value: c_int) {
-    // SAFETY: this thread's errno.
-    unsafe { *libc::__errno_location() = value };
-}
-
-/// libc's `sigaction`, for the shim's own use: the disposition as it is.
-///
-/// # Safety
-/// Same contract as `sigaction(2)`.
-pub unsafe fn real(signal: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
-    // SAFETY: SigactionFn is sigaction's C signature; the caller's arguments.
-    match unsafe { NEXT.get::<SigactionFn>(0) } {
-        Some(real) => unsafe { real(signal, act, old) },
-        None => {
-            set_errno(libc::ENOSYS);
-            -1
-        }
-    }
-}
 
 /// What the program set where the disposition is the shim's: `SIG_DFL`.
 fn as_set_by_the_program(handler: libc::sighandler_t) -> libc::sighandler_t {
@@ -96,7 +68,7 @@ pub unsafe extern "C" fn signal(signal: c_int, handler: libc::sighandler_t) -> l
         return as_set_by_the_program(old.sa_sigaction);
     }
     // SAFETY: SignalFn is signal's C signature; the caller's arguments.
-    match unsafe { NEXT.get::<SignalFn>(1) } {
+    match unsafe { DISPOSITION_FNS.get::<SignalFn>(1) } {
         Some(real) => as_set_by_the_program(unsafe { real(signal, handler) }),
         None => {
             set_errno(libc::ENOSYS);

@@ -16,14 +16,38 @@
 //!
 //! This module is the only one that knows which lookups to answer with something else:
 //! driver entry points and NCCL functions with our wrappers, CUPTI's subscriber functions
-//! with `gpu::cupti`'s. Finding the real functions is `resolve.rs`, which knows none of
+//! with `gpu::cupti`'s (through `crate::UPCALLS`). Finding the real functions is `resolve.rs`, which knows none of
 //! that.
 
 use crate::effect::Effect;
-use crate::hooks::{wrapper_address, CUresult, Hook, ALL_HOOKS};
+use crate::hooks::{hook_list, CUresult, Hook, ALL_HOOKS};
 use crate::record;
 use crate::resolve::{adopt_driver, is_own_address, real_dlsym, real_fn};
 use std::ffi::{c_char, c_int, c_void, CStr};
+
+/// `wrapper_address`, from the hook list: the generated wrappers and the hand-written ones.
+macro_rules! hook_addresses {
+    (
+        driver -> $dres:ty, else $dmissing:expr; {
+            $( $name:ident ( $($arg:ident : $ty:ty),* ) => $effect:expr; )*
+        }
+        nccl -> $nres:ty, else $nmissing:expr; {
+            $( $nname:ident ( $($narg:ident : $nty:ty),* ) => $neffect:expr $(, then $nthen:expr)?; )*
+        }
+        manual { $( $mname:ident => $($mpath:ident)::+; )* }
+    ) => {
+        /// The address of our wrapper for `hook`.
+        pub fn wrapper_address(hook: Hook) -> *mut c_void {
+            match hook {
+                $(Hook::$name => crate::exports::$name as *mut c_void,)*
+                $(Hook::$nname => crate::exports::$nname as *mut c_void,)*
+                $(Hook::$mname => crate::$($mpath)::+ as *mut c_void,)*
+            }
+        }
+    };
+}
+
+hook_list!(hook_addresses);
 
 /// Door 2: every `dlsym` in the process comes through here.
 ///
@@ -48,7 +72,7 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
     } else if name.to_bytes().starts_with(b"nccl") {
         nccl_wrapper(found, name)
     } else if name.to_bytes().starts_with(b"cupti") {
-        crate::gpu::cupti::dlsym_wrapper(found, name)
+        (crate::UPCALLS.cupti_lookup)(found, name)
     } else {
         found
     }
@@ -166,6 +190,21 @@ fn swap_for_wrapper(found: *mut c_void, symbol: *const c_char) -> *mut c_void {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_wrapper_is_distinct() {
+        let mut addrs: Vec<usize> = ALL_HOOKS
+            .iter()
+            .map(|&h| wrapper_address(h) as usize)
+            .collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        assert_eq!(
+            addrs.len(),
+            crate::hooks::HOOK_COUNT,
+            "two hooks share a wrapper"
+        );
+    }
 
     #[test]
     fn only_cu_capital_names_are_driver_names() {

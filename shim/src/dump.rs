@@ -1,8 +1,8 @@
 //! Turning the arena into a dump file. Cold: runs on the flusher thread or at exit, may
 //! allocate, never calls the driver.
 
+use crate::config::config;
 use crate::hooks::{ALL_HOOKS, HOOK_COUNT};
-use crate::lifecycle::config;
 use crate::record::{self, Series, ThreadStats};
 use crate::{clock, unwrapped};
 use gpuspy_format::trust::{self, Writers};
@@ -151,7 +151,7 @@ pub fn snapshot(times: Times, complete: bool) -> Dump {
         call_sites: crate::pystack::snapshot(),
         hangs: crate::watchdog::hangs(),
     };
-    dump.timeline = crate::timeline::assemble(table, &dump);
+    dump.timeline = crate::timeline::assemble(table, &dump, crate::gpu::timeline_gpu);
     dump
 }
 
@@ -279,7 +279,7 @@ fn write_files(
         }
     }
     if let Some(dir) = &config.prom_dir {
-        let identity = prom::Identity::of(&dump, crate::lifecycle::forked());
+        let identity = prom::Identity::of(&dump, crate::switch::forked());
         let name = identity.file_name();
         let done = if last {
             remove_from(dir, &name)

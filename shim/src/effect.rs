@@ -7,6 +7,14 @@ use gpuspy_format::timeline::HostEventKind;
 use gpuspy_format::{Direction, HostKind, SyncCause};
 use std::ffi::{c_int, c_void};
 
+/// Calls that block the host this long or longer all get their call site captured.
+pub const CALL_SITE_THRESHOLD_NS: u64 = 100_000;
+/// Of the shorter calls, one in this many is captured and stands for this many. The pick
+/// is the low bits of the measured duration, which timing jitter spreads evenly: no
+/// counter to keep per thread. (A clock coarser than 1 ns, as `GPUSPY_CLOCK=monotonic` may
+/// be on some hosts, samples fewer.)
+pub const CALL_SITE_SAMPLE_EVERY: u64 = 1024;
+
 #[derive(Clone, Copy)]
 pub enum Mode {
     Blocking,
@@ -98,6 +106,15 @@ impl Effect {
         )
     }
 
+    /// Whether the call, which took `ns`, gets its Python call site captured
+    /// (`pystack::capture`): every call that may block the host and took
+    /// `CALL_SITE_THRESHOLD_NS` or more, and one in `CALL_SITE_SAMPLE_EVERY` of the others.
+    #[inline(always)]
+    pub fn picks_call_site(&self, ns: u64) -> bool {
+        self.may_block_host()
+            && (ns >= CALL_SITE_THRESHOLD_NS || ns.is_multiple_of(CALL_SITE_SAMPLE_EVERY))
+    }
+
     /// What kind of blocking host event the call, which took `ns`, is, if it is one: the
     /// timeline keeps these with their start and end (`events.rs`).
     #[inline(always)]
@@ -125,7 +142,7 @@ impl Effect {
             Effect::ManagedAlloc { out, bytes } if !out.is_null() => {
                 // SAFETY: as above.
                 hostmem::insert(unsafe { *out } as usize, bytes, HostKind::Managed);
-                crate::gpu::on_managed_memory();
+                (crate::UPCALLS.managed_memory)();
             }
             Effect::Release { ptr } => hostmem::remove(ptr),
             _ => {}
@@ -136,8 +153,8 @@ impl Effect {
     #[inline(always)]
     pub fn notify_gpu(&self) {
         match *self {
-            Effect::DriverReady => crate::gpu::on_driver_ready(),
-            Effect::UsesDevice(ordinal) => crate::gpu::on_device_used(ordinal),
+            Effect::DriverReady => (crate::UPCALLS.driver_ready)(),
+            Effect::UsesDevice(ordinal) => (crate::UPCALLS.device_used)(ordinal),
             _ => {}
         }
     }
@@ -354,10 +371,10 @@ pub fn managed_alloc(out: *mut u64, bytes: u64) -> Effect {
 }
 
 /// Before a call that captures, instantiates or launches a CUDA graph: from now on gpuspy
-/// keeps CUPTI attached (`crate::gpu::cupti::keep_attached`).
+/// keeps CUPTI attached (`gpu::cupti::keep_attached`).
 #[inline]
 pub fn graph_ahead() -> Effect {
-    crate::gpu::cupti::keep_attached();
+    (crate::UPCALLS.keep_attached)();
     Effect::None
 }
 

@@ -19,7 +19,6 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-use crate::lifecycle;
 use crate::resolve::NextFns;
 use std::ffi::{c_char, c_int, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -46,20 +45,20 @@ fn envp_for_next(env: &Option<NextEnv>, envp: Argv) -> Argv {
 /// Writes this image's dump, and builds the next image's environment where it needs ours
 /// (None: `envp` goes on unchanged).
 fn prepare(envp: Argv) -> Option<NextEnv> {
-    if !lifecycle::owns_process() {
+    if !(crate::UPCALLS.owns_process)() {
         return None;
     }
-    lifecycle::before_exec();
+    (crate::UPCALLS.before_exec)();
     // SAFETY: envp is a NULL-terminated array of C strings, per exec's contract.
     let entries = unsafe { entries(envp) };
     if !entries.iter().any(|&(_, bytes)| preloads_the_shim(bytes)) {
         return None;
     }
-    let config = lifecycle::config()?;
+    let config = crate::config::config()?;
     let ours: [(&[u8], Vec<u8>, Option<&OsStr>); 2] = [
         (
             b"GPUSPY_IMAGE=",
-            lifecycle::next_image().into_bytes(),
+            (crate::UPCALLS.next_image)().into_bytes(),
             config.inherited.image.as_deref(),
         ),
         (

@@ -1,7 +1,8 @@
 //! The hook list: one line per exported driver or NCCL symbol that gpuspy wraps, every
 //! variant spelled as the library exports it (`_v2`, `_ptsz`, `_ptds`), so the names grep
-//! against `cuda.h` and `nccl.h`. `hooks!` expands the list into the `Hook` id enum, the
-//! name table and one exported `extern "C"` wrapper per line. Each section names the
+//! against `cuda.h` and `nccl.h`. `hook_list!` hands the list to the macros that make the
+//! `Hook` id enum and the name table (here), one exported `extern "C"` wrapper per line
+//! (`exports.rs`) and the table of wrapper addresses (`doors.rs`). Each section names the
 //! library's result type (`CUresult`, `ncclResult_t`) and what a wrapper returns when the
 //! loaded library lacks the symbol.
 //!
@@ -16,16 +17,7 @@
 //! Signatures follow cuda.h; handles are `Ptr`, `CUdeviceptr` is `Dptr`. Legacy exports
 //! without a `_v2` suffix take 32-bit device pointers and sizes (`Dptr32`, `u32`).
 
-use crate::effect::{
-    batch, copy, copy2d, copy3d, copy3d_peer, copy_unified, graph_ahead, managed_alloc,
-    pinned_alloc, pinned_register, release, sum_sizes, Effect, Mode::Async, Mode::Blocking,
-};
-use crate::nccl::{
-    forgets, group_started, operation, registers, splits, NcclResult, Op, UniqueId,
-    NCCL_INTERNAL_ERROR,
-};
-use gpuspy_format::Direction::{DtoD, DtoH, HtoD, Peer};
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_int, c_void};
 
 impl Hook {
     /// Whether the call waits for the GPU (or for other ranks), however long that takes:
@@ -90,43 +82,8 @@ impl<R> Then<R> for () {
     fn then(self, _: R) {}
 }
 
-/// `()` where a line has no `then`.
-macro_rules! or_nothing {
-    () => {
-        ()
-    };
-    ($then:expr) => {
-        $then
-    };
-}
-
-/// One exported wrapper: resolve the real function, build the effect and the `then` from
-/// the arguments (before the call, so they may act at once), time the call, record, run
-/// `then` on the result, return the result unchanged.
-macro_rules! wrapper {
-    ($name:ident, $result:ty, $missing:expr, ($($arg:ident : $ty:ty),*), $effect:expr, $then:expr) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $result {
-            type Real = unsafe extern "C" fn($($ty),*) -> $result;
-            let Some(real) = crate::resolve::real_fn(Hook::$name) else {
-                return $missing;
-            };
-            // SAFETY: the pointer is the library's export of exactly this name (NCCL: its
-            // `p` alias), whose signature is the one this line of the hook list declares.
-            let real: Real = unsafe { std::mem::transmute::<*mut c_void, Real>(real) };
-            let effect: Effect = $effect;
-            let then = $then;
-            let span = crate::record::begin(Hook::$name);
-            // SAFETY: forwarding the caller's own arguments to the real function.
-            let result = unsafe { real($($arg),*) };
-            crate::record::end(span, Hook::$name, effect, ResultCode::code(result));
-            Then::<$result>::then(then, result);
-            result
-        }
-    };
-}
-
-macro_rules! hooks {
+/// The ids, names and kinds of the hooks, from the list.
+macro_rules! hook_ids {
     (
         driver -> $dres:ty, else $dmissing:expr; {
             $( $name:ident ( $($arg:ident : $ty:ty),* ) => $effect:expr; )*
@@ -134,7 +91,7 @@ macro_rules! hooks {
         nccl -> $nres:ty, else $nmissing:expr; {
             $( $nname:ident ( $($narg:ident : $nty:ty),* ) => $neffect:expr $(, then $nthen:expr)?; )*
         }
-        manual { $( $mname:ident => $mwrapper:path; )* }
+        manual { $( $mname:ident => $($mpath:ident)::+; )* }
     ) => {
         /// One id per wrapped exported symbol.
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
@@ -161,28 +118,16 @@ macro_rules! hooks {
                 matches!(self, $(Hook::$nname)|*)
             }
         }
-
-        /// The address of our wrapper for `hook`.
-        pub fn wrapper_address(hook: Hook) -> *mut c_void {
-            match hook {
-                $(Hook::$name => exports::$name as *mut c_void,)*
-                $(Hook::$nname => exports::$nname as *mut c_void,)*
-                $(Hook::$mname => $mwrapper as *mut c_void,)*
-            }
-        }
-
-        pub mod exports {
-            #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
-            use super::*;
-            $( wrapper!($name, $dres, $dmissing, ($($arg: $ty),*), $effect, ()); )*
-            $( wrapper!(
-                $nname, $nres, $nmissing, ($($narg: $nty),*), $neffect, or_nothing!($($nthen)?)
-            ); )*
-        }
     };
 }
 
-hooks! {
+/// The hook list, handed to the macro `$expand`: `hook_ids` below makes the ids and names,
+/// `exports.rs` the wrappers, `doors.rs` the table of wrapper addresses. The effects and
+/// the hand-written wrappers' paths are resolved where the list is expanded, so this
+/// module needs neither the recorder nor the wrappers.
+macro_rules! hook_list {
+    ($expand:ident) => {
+        $expand! {
 // The driver: resolved against libcuda's export of the same name.
 driver -> CUresult, else CUDA_ERROR_NOT_FOUND; {
     // Init, contexts.
@@ -420,12 +365,17 @@ nccl -> NcclResult, else NCCL_INTERNAL_ERROR; {
 // Written by hand: the resolvers swap the pointers they return (doors.rs); the launches
 // pass their stack arguments on as one block (launch.rs).
 manual {
-    cuGetProcAddress => crate::doors::cuGetProcAddress;
-    cuGetProcAddress_v2 => crate::doors::cuGetProcAddress_v2;
-    cuLaunchKernel => crate::launch::cuLaunchKernel;
-    cuLaunchKernel_ptsz => crate::launch::cuLaunchKernel_ptsz;
+    cuGetProcAddress => doors::cuGetProcAddress;
+    cuGetProcAddress_v2 => doors::cuGetProcAddress_v2;
+    cuLaunchKernel => launch::cuLaunchKernel;
+    cuLaunchKernel_ptsz => launch::cuLaunchKernel_ptsz;
 }
+        }
+    };
 }
+pub(crate) use hook_list;
+
+hook_list!(hook_ids);
 
 impl Hook {
     /// The exact exported name, without the NUL.
@@ -450,17 +400,6 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), HOOK_COUNT);
-    }
-
-    #[test]
-    fn every_wrapper_is_distinct() {
-        let mut addrs: Vec<usize> = ALL_HOOKS
-            .iter()
-            .map(|&h| wrapper_address(h) as usize)
-            .collect();
-        addrs.sort_unstable();
-        addrs.dedup();
-        assert_eq!(addrs.len(), HOOK_COUNT, "two hooks share a wrapper");
     }
 
     /// The CLI checks API names (budgets) against `gpuspy_format::apis::HOOKED_APIS`; it

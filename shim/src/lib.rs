@@ -33,6 +33,7 @@ mod dump;
 mod effect;
 mod events;
 mod exec;
+mod exports;
 mod forklock;
 mod gpu;
 mod hooks;
@@ -45,7 +46,9 @@ mod pystack;
 mod record;
 mod reserve;
 mod resolve;
+mod ring;
 mod signals;
+mod switch;
 mod timeline;
 mod tls;
 mod unwrapped;
@@ -53,3 +56,56 @@ mod watchdog;
 
 #[cfg(test)]
 mod no_alloc_tests;
+
+/// The calls the lower layers make into the upper ones, which they do not know: this table,
+/// filled here where the whole crate is in view, is how the hot path and the interposed
+/// libc functions (exec, signals) reach the lifecycle and the collectors (dependency
+/// inversion, docs/design.md "Shim layers"). The hot path takes them on cold branches
+/// only. A static, so it is there before the very first intercepted call.
+pub struct Upcalls {
+    /// The first call of a process generation: starts recording; true when it did.
+    pub activate: fn() -> bool,
+    /// A thread that recorded calls exits: its unread blocking events go to the timeline
+    /// (`events::retire`), before its block is folded.
+    pub thread_exit: fn(usize, &record::ThreadStats),
+    /// Captures the Python call site of a call `Effect::picks_call_site` picked.
+    pub call_site: fn(usize, Option<gpuspy_format::SyncCause>, u64),
+    /// The first successful `cuInit`: GPU-side collection starts.
+    pub driver_ready: fn(),
+    /// The program made a context on this device ordinal.
+    pub device_used: fn(std::ffi::c_int),
+    /// The program allocated managed memory.
+    pub managed_memory: fn(),
+    /// Before a CUDA graph is captured, instantiated or launched: CUPTI stays attached.
+    pub keep_attached: fn(),
+    /// What `dlsym` of a `cupti*` name returns: gpuspy's wrapper for the functions it
+    /// shares CUPTI through, or what the real lookup found.
+    pub cupti_lookup: fn(*mut std::ffi::c_void, &std::ffi::CStr) -> *mut std::ffi::c_void,
+    /// Whether this process generation records (`exec` and the signal handler ask).
+    pub owns_process: fn() -> bool,
+    /// Just before `exec` replaces this image: its dump.
+    pub before_exec: fn(),
+    /// The `GPUSPY_IMAGE` value for the image that replaces this one.
+    pub next_image: fn() -> String,
+    /// From a signal handler: asks for the dump the signal is about to cut short; whether
+    /// one will come. Async-signal-safe.
+    pub request_signal_dump: fn(std::ffi::c_int) -> bool,
+    /// Whether the dump a signal asked for is written. Async-signal-safe.
+    pub signal_dump_written: fn() -> bool,
+}
+
+pub static UPCALLS: Upcalls = Upcalls {
+    activate: lifecycle::activate,
+    thread_exit: events::retire,
+    call_site: pystack::capture,
+    driver_ready: gpu::on_driver_ready,
+    device_used: gpu::on_device_used,
+    managed_memory: gpu::on_managed_memory,
+    keep_attached: gpu::cupti::keep_attached,
+    cupti_lookup: gpu::cupti::dlsym_wrapper,
+    owns_process: lifecycle::owns_process,
+    before_exec: lifecycle::before_exec,
+    next_image: lifecycle::next_image,
+    request_signal_dump: lifecycle::request_signal_dump,
+    signal_dump_written: lifecycle::signal_dump_written,
+};

@@ -14,12 +14,12 @@
 //! `GPUSPY_FLUSH_S` seconds, and by the writer thread when a signal is about to end the
 //! process. A fork child starts from zero.
 
-use crate::{clock, dump, record, signals, unwrapped};
+use crate::{clock, dump, record, signals, switch, unwrapped};
 use gpuspy_format::Ending;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::time::Duration;
 
-pub use crate::config::config;
+use crate::config::config;
 
 /// The `GPUSPY_IMAGE` value for the image that replaces this one (`config::Image`).
 pub fn next_image() -> String {
@@ -27,14 +27,8 @@ pub fn next_image() -> String {
     format!(
         "{}:{number}:{}",
         std::process::id(),
-        START_UNIX_NS.load(Relaxed)
+        switch::start_unix_ns()
     )
-}
-
-/// The process's start (Unix ns), the origin of the dump's timeline; 0 before the first
-/// recorded call.
-pub fn start_unix_ns() -> u64 {
-    START_UNIX_NS.load(Relaxed)
 }
 
 /// At load: the environment and the working directory as the program was started with them.
@@ -45,7 +39,7 @@ extern "C" fn on_load() {
     }
     crate::exec::NEXT.resolve();
     signals::NEXT.resolve();
-    crate::dispositions::NEXT.resolve();
+    signals::DISPOSITION_FNS.resolve();
 }
 
 // Not in the shim's own unit tests, which set the environment themselves.
@@ -60,53 +54,19 @@ const READY: u8 = 2;
 const OFF: u8 = 3;
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 
-/// The two globals every intercepted call reads, on one cache line: between two calls a
-/// Python interpreter evicts most of what the wrapper touches, and each line is a miss.
-#[repr(C, align(64))]
-struct Hot {
-    /// 0 until the first call of a process generation (cleared in a fork child), then the
-    /// clock source: one load says both "record" and "which clock".
-    active: AtomicU8,
-    /// `clock::ns_per_tick_q32()`, copied here at activation.
-    ns_per_tick_q32: AtomicU64,
-}
-
-static HOT: Hot = Hot {
-    active: AtomicU8::new(0),
-    ns_per_tick_q32: AtomicU64::new(1 << 32),
-};
-
-/// The tick-to-nanosecond factor of the active clock.
-#[inline(always)]
-pub fn ns_per_tick_q32() -> u64 {
-    HOT.ns_per_tick_q32.load(Relaxed)
-}
 /// The pid whose data the arena holds: a vfork child shares our memory but not our pid.
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
-static START_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 
 static FIRST_CALL_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 /// Bumped at every fork so the parent's flusher thread, if copied state suggests it runs,
 /// is known not to exist in the child.
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 
-/// Whether wrappers should record, and with which clock. One relaxed load on the hot path.
-#[inline(always)]
-pub fn recording() -> Option<clock::Source> {
-    match HOT.active.load(Relaxed) {
-        1 => Some(clock::Source::Monotonic),
-        2 => Some(clock::Source::Tsc),
-        _ => activate().then(clock::chosen),
-    }
-}
-
-fn active() -> bool {
-    HOT.active.load(Acquire) != 0
-}
-
+/// The first call of a process generation (through `switch::recording`): starts recording.
+/// True when the shim records.
 #[cold]
 #[inline(never)]
-fn activate() -> bool {
+pub fn activate() -> bool {
     match STATE.compare_exchange(UNINIT, INITIALISING, AcqRel, Acquire) {
         Ok(_) => {
             let ready = init_process();
@@ -144,13 +104,12 @@ fn activate() -> bool {
             Some(image) => image.start_unix_ns,
             None => process_start_unix_ns().map_or(now, |s| s.min(now)),
         };
-        START_UNIX_NS.store(start, Relaxed);
+        switch::set_start_unix_ns(start);
         dump::capture_process_info();
         start_writer();
         signals::install();
     }
-    HOT.ns_per_tick_q32.store(clock::ns_per_tick_q32(), Relaxed);
-    HOT.active.store(clock::chosen() as u8, Release);
+    switch::turn_on();
     true
 }
 
@@ -167,17 +126,9 @@ fn init_process() -> bool {
     true
 }
 
-/// Set in a child forked from a recording process: it inherited its parent's rank
-/// variables, so its Prometheus series are named by its pid (`prom::Identity`).
-static FORKED: AtomicBool = AtomicBool::new(false);
-
-pub fn forked() -> bool {
-    FORKED.load(Relaxed)
-}
-
 extern "C" fn on_fork_child() {
-    FORKED.store(true, Relaxed);
-    HOT.active.store(0, Relaxed);
+    switch::mark_forked();
+    switch::turn_off();
     OWNER_PID.store(0, Relaxed);
     GENERATION.fetch_add(1, Relaxed);
     FINAL_WRITTEN.store(false, Relaxed);
@@ -319,7 +270,7 @@ pub fn request_signal_dump(signal: libc::c_int) -> bool {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     if !WRITER_RUNNING.load(Acquire)
-        || !active()
+        || !switch::is_on()
         || OWNER_PID.load(Acquire) != pid
         || FINAL_WRITTEN.load(Acquire)
     {
@@ -354,7 +305,7 @@ static FINAL_WRITTEN: AtomicBool = AtomicBool::new(false);
 fn write(what: Occasion) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    if !active() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
+    if !switch::is_on() || OWNER_PID.load(Acquire) != pid || FINAL_WRITTEN.load(Acquire) {
         return;
     }
     // A final or pre-exec write waits for a periodic write in progress (bounded); the
@@ -372,7 +323,7 @@ fn write(what: Occasion) {
     }
     if !FINAL_WRITTEN.load(Acquire) {
         let times = dump::Times {
-            start_unix_ns: START_UNIX_NS.load(Relaxed),
+            start_unix_ns: switch::start_unix_ns(),
             first_call_unix_ns: FIRST_CALL_UNIX_NS.load(Relaxed),
         };
         let (complete, ending) = match what {
@@ -398,7 +349,7 @@ pub fn before_exec() {
 /// Whether this process generation records (so an `exec` of it is a new image of ours).
 pub fn owns_process() -> bool {
     // SAFETY: getpid has no preconditions.
-    active() && OWNER_PID.load(Acquire) == unsafe { libc::getpid() } as u32
+    switch::is_on() && OWNER_PID.load(Acquire) == unsafe { libc::getpid() } as u32
 }
 
 /// Normal exit and dlclose.

@@ -2,7 +2,8 @@
 //! pageable and pinned copies, a failing call, an NCCL all-reduce on a registered
 //! communicator) under a counting global allocator.
 
-use crate::hooks::{exports, CUresult, Hook};
+use crate::exports;
+use crate::hooks::{CUresult, Hook};
 use crate::launch;
 use crate::resolve::inject_real;
 use std::alloc::{GlobalAlloc, Layout, System};

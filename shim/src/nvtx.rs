@@ -511,7 +511,7 @@ thread_local! {
 static LOST: AtomicU64 = AtomicU64::new(0);
 
 fn now() -> Option<u64> {
-    crate::lifecycle::recording().map(clock::Source::ticks)
+    crate::switch::recording().map(clock::Source::ticks)
 }
 
 fn push(name: usize) -> c_int {
@@ -747,7 +747,7 @@ impl Collector {
 
     fn drain(&mut self) {
         if self.origin == 0 {
-            self.origin = crate::lifecycle::start_unix_ns();
+            self.origin = crate::switch::start_unix_ns();
             self.window_ns = FIRST_WINDOW_NS;
             self.series = vec![Vec::new(); NVTX_NAMES];
             self.ends = vec![Vec::new(); NVTX_NAMES];
@@ -825,7 +825,7 @@ pub fn fill(timeline: &mut Timeline) {
     }
     let windows = timeline.host.calls.len();
     let anchor = Anchor::now();
-    let q32 = crate::lifecycle::ns_per_tick_q32();
+    let q32 = crate::switch::ns_per_tick_q32();
     let name_of = |slot: usize| match slot {
         OTHER => NVTX_OTHER.to_string(),
         _ => String::from_utf8_lossy(NAMES[slot].get().unwrap_or_default()).into_owned(),

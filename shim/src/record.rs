@@ -16,14 +16,14 @@
 //!
 //! A block also says what its thread is doing (`in_call`: the outermost call's hook and
 //! start, which is the nesting guard too) and keeps the thread's recent blocking calls in
-//! a ring (`events.rs`), so that other threads (the timeline's snapshot, a watchdog) can
+//! a ring (`ring.rs`), so that other threads (the timeline's snapshot, a watchdog) can
 //! read both without the hot path doing anything more.
 
 use crate::clock;
 use crate::effect::Effect;
-use crate::events::Ring;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
-use crate::lifecycle;
+use crate::ring::Ring;
+use crate::switch;
 use crate::tls::{self, Local};
 use gpuspy_format::{hist, Direction, HostKind, SyncCause};
 use std::sync::atomic::{
@@ -93,7 +93,7 @@ static DISCARD: ThreadStats = unsafe { std::mem::MaybeUninit::zeroed().assume_in
 pub fn exclude_current_thread() {
     if let Some(l) = tls::local() {
         DISCARD.in_call.since.store(u64::MAX, Relaxed);
-        l.slot.set(&DISCARD);
+        l.slot.set(std::ptr::from_ref(&DISCARD).cast());
     }
 }
 
@@ -388,7 +388,7 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
     TIDS[index].store(unsafe { libc::gettid() } as u32, Relaxed);
     // SAFETY: index < MAX_THREADS, so block index + 1 lies inside the mapping.
     let block = unsafe { &*arena.add(index + 1) };
-    local.slot.set(block);
+    local.slot.set(std::ptr::from_ref(block).cast());
     if let Some(key) = EXIT_KEY.load(Acquire).checked_sub(1) {
         // SAFETY: a key we created; the value is only ever read back by on_thread_exit.
         unsafe { libc::pthread_setspecific(key, (index + 1) as *const libc::c_void) };
@@ -409,13 +409,13 @@ extern "C" fn on_thread_exit(value: *mut libc::c_void) {
     // SAFETY: slot is within 1..=MAX_THREADS, inside the mapping.
     let block = unsafe { &*arena.add(slot) };
     // A forked child's reset left this thread without a block: the slot is not its own.
-    if !std::ptr::eq(local.slot.get(), block) {
+    if !std::ptr::eq(local.slot.get().cast(), block) {
         return;
     }
     local.slot.set(std::ptr::null());
     // Its blocking calls not yet read go to the timeline first (a lock taken before the
     // folding lock, never inside it).
-    crate::events::retire(slot, block);
+    (crate::UPCALLS.thread_exit)(slot, block);
     lock_folding();
     // SAFETY: block 0 lies inside the mapping.
     fold_into(unsafe { &*arena }, block);
@@ -531,7 +531,7 @@ pub fn begin(hook: Hook) -> Span {
         source: clock::Source::Monotonic,
         start: 0,
     };
-    let Some(source) = lifecycle::recording() else {
+    let Some(source) = switch::recording() else {
         return SKIP;
     };
     // Thread teardown (TLS gone): just forward.
@@ -540,7 +540,7 @@ pub fn begin(hook: Hook) -> Span {
     };
     // SAFETY: slot pointers come from claim_slot (into the never-unmapped arena) or are
     // DISCARD.
-    let block = match unsafe { l.slot.get().as_ref() } {
+    let block = match unsafe { l.slot.get().cast::<ThreadStats>().as_ref() } {
         Some(block) => block,
         None => match claim_slot(l) {
             Some(block) => block,
@@ -582,20 +582,28 @@ pub fn end(span: Span, hook: Hook, effect: Effect, result: CUresult) {
         return;
     };
     let end = span.source.ticks();
-    let ns = clock::ticks_to_ns(end.saturating_sub(span.start), lifecycle::ns_per_tick_q32());
+    let ns = clock::ticks_to_ns(end.saturating_sub(span.start), switch::ns_per_tick_q32());
     block.in_call.since.store(0, Relaxed);
     // SAFETY: Hook ids are < HOOK_COUNT by construction.
     let cell = unsafe { block.apis.get_unchecked(hook as usize) };
     cell.series.add(ns);
     if result == 0 {
-        apply(block, cell, &effect, span.start, end, ns);
+        apply(block, cell, hook, &effect, span.start, end, ns);
     } else {
         record_error(hook, result);
     }
 }
 
 #[inline(always)]
-fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, start: u64, end: u64, ns: u64) {
+fn apply(
+    block: &ThreadStats,
+    cell: &ApiCell,
+    hook: Hook,
+    effect: &Effect,
+    start: u64,
+    end: u64,
+    ns: u64,
+) {
     if matches!(effect, Effect::None) {
         return;
     }
@@ -623,7 +631,16 @@ fn apply(block: &ThreadStats, cell: &ApiCell, effect: &Effect, start: u64, end: 
     }
     effect.track_host_memory();
     effect.notify_gpu();
-    crate::pystack::after_call(block, cell, effect, ns);
+    if effect.picks_call_site(ns) {
+        capture_call_site(hook, effect.sync_cause(), ns);
+    }
+}
+
+/// Out of line and cold, so that the test before it stays two branches on the hot path.
+#[cold]
+#[inline(never)]
+fn capture_call_site(hook: Hook, cause: Option<SyncCause>, ns: u64) {
+    (crate::UPCALLS.call_site)(hook as usize, cause, ns);
 }
 
 impl Series {

@@ -259,7 +259,7 @@ fn object_base(p: *mut c_void) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::wrapper_address;
+    use crate::doors::wrapper_address;
 
     #[test]
     fn own_addresses_are_recognised() {

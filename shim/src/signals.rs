@@ -30,7 +30,6 @@
 //! pid. A raw `syscall(SYS_kill, ..)` is out of reach.
 
 use crate::clock::monotonic_ns;
-use crate::dispositions::real as real_sigaction;
 use crate::resolve::NextFns;
 use std::ffi::c_int;
 
@@ -75,7 +74,7 @@ pub fn handler() -> libc::sighandler_t {
 /// Whether the default disposition of `signal` is `on_signal` in this process now: one of
 /// `SIGNALS`, in a process generation that records. Async-signal-safe.
 pub fn default_is_ours(signal: c_int) -> bool {
-    SIGNALS.contains(&signal) && crate::lifecycle::owns_process()
+    SIGNALS.contains(&signal) && (crate::UPCALLS.owns_process)()
 }
 
 extern "C" fn on_signal(signal: c_int) {
@@ -99,11 +98,11 @@ extern "C" fn on_signal(signal: c_int) {
 /// Asks the writer thread for the dump `signal` is about to cut short and waits for it,
 /// at most `WAIT_NS`. Async-signal-safe: clock_gettime and nanosleep.
 fn wait_for_dump(signal: c_int) {
-    if !crate::lifecycle::request_signal_dump(signal) {
+    if !(crate::UPCALLS.request_signal_dump)(signal) {
         return;
     }
     let deadline = monotonic_ns().saturating_add(WAIT_NS);
-    while !crate::lifecycle::signal_dump_written() && monotonic_ns() < deadline {
+    while !(crate::UPCALLS.signal_dump_written)() && monotonic_ns() < deadline {
         let pause = libc::timespec {
             tv_sec: 0,
             tv_nsec: 1_000_000,
@@ -131,6 +130,37 @@ fn before_signalling_self(signal: c_int) {
     };
     if fatal {
         wait_for_dump(signal);
+    }
+}
+
+type SigactionFn =
+    unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+pub type SignalFn = unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t;
+/// libc's `sigaction` and `signal` (which `dispositions.rs` interposes), looked up at load:
+/// both are called in signal handlers, where `dlsym` is not safe.
+pub static DISPOSITION_FNS: NextFns<2> = NextFns::new([c"sigaction", c"signal"]);
+
+pub fn set_errno(value: c_int) {
+    // SAFETY: this thread's errno.
+    unsafe { *libc::__errno_location() = value };
+}
+
+/// libc's `sigaction`, for the shim's own use: the disposition as it is.
+///
+/// # Safety
+/// Same contract as `sigaction(2)`.
+pub unsafe fn real_sigaction(
+    signal: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    // SAFETY: SigactionFn is sigaction's C signature; the caller's arguments.
+    match unsafe { DISPOSITION_FNS.get::<SigactionFn>(0) } {
+        Some(real) => unsafe { real(signal, act, old) },
+        None => {
+            set_errno(libc::ENOSYS);
+            -1
+        }
     }
 }
 

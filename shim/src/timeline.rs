@@ -219,7 +219,7 @@ impl Table {
     /// Starts the table at the process's start, once it is known.
     fn started(&mut self) -> bool {
         if self.origin == 0 {
-            self.origin = crate::lifecycle::start_unix_ns();
+            self.origin = crate::switch::start_unix_ns();
         }
         self.origin != 0
     }
@@ -407,8 +407,13 @@ pub fn lock() -> Guard<'static, Table> {
     TABLE.lock()
 }
 
-/// The timeline of `dump`, whose records were read while `table` was held.
-pub fn assemble(mut table: Guard<'static, Table>, dump: &Dump) -> Option<Timeline> {
+/// The timeline of `dump`, whose records were read while `table` was held, with the GPU
+/// side's windows from `gpu` (`gpu::timeline_gpu`, given the timeline's origin).
+pub fn assemble(
+    mut table: Guard<'static, Table>,
+    dump: &Dump,
+    gpu: impl FnOnce(u64) -> GpuWindows,
+) -> Option<Timeline> {
     if !table.started() {
         return None;
     }
@@ -420,7 +425,7 @@ pub fn assemble(mut table: Guard<'static, Table>, dump: &Dump) -> Option<Timelin
         ..Timeline::default()
     };
     drop(table);
-    let gpu = crate::gpu::timeline_gpu(timeline.start_unix_ns);
+    let gpu = gpu(timeline.start_unix_ns);
     add_gpu(&mut timeline, gpu);
     if let Some((longest, recent, lost)) = crate::events::samples() {
         timeline.longest_blocking = longest;
@@ -713,7 +718,8 @@ mod tests {
     #[test]
     #[ignore]
     fn snapshot_cost() {
-        use crate::hooks::{exports, Hook};
+        use crate::exports;
+        use crate::hooks::Hook;
         use std::ffi::c_void;
         use std::sync::atomic::{AtomicBool, AtomicUsize};
         use std::sync::Arc;

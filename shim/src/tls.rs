@@ -14,7 +14,9 @@ use std::cell::Cell;
 
 #[repr(C)]
 pub struct Local {
-    pub slot: Cell<*const crate::record::ThreadStats>,
+    /// This thread's statistics block (`record::ThreadStats`), or null: untyped here so
+    /// that the TLS word sits below the recorder that owns what it points to.
+    pub slot: Cell<*const ()>,
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

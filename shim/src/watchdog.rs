@@ -8,8 +8,8 @@
 //! the other ranks' periodic flushes (docs/multi-rank.md, "Hangs").
 
 use crate::clock::Anchor;
+use crate::config::config;
 use crate::hooks::ALL_HOOKS;
-use crate::lifecycle::config;
 use crate::{nccl, record};
 use gpuspy_format::Hang;
 

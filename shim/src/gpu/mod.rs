@@ -192,7 +192,7 @@ fn run() {
         mode => cupti::start(
             mode != CuptiMode::Full,
             mode == CuptiMode::SampledDetaching,
-            crate::lifecycle::start_unix_ns(),
+            crate::switch::start_unix_ns(),
         ),
     };
     let sampled = settings.cupti != CuptiMode::Full && cupti.is_ok();

@@ -1,7 +1,8 @@
 //! Which line of Python made a call that blocked the host: after a sync, a copy, an
-//! allocation or a free returns (never a launch), when it blocked `THRESHOLD_NS` or more,
-//! or for one in `SAMPLE_EVERY` of the shorter ones, the calling thread's own Python stack
-//! is read and added to a per-call-site table (sites.rs) that the dump carries.
+//! allocation or a free returns (never a launch), when it blocked `CALL_SITE_THRESHOLD_NS`
+//! or more, or for one in `CALL_SITE_SAMPLE_EVERY` of the shorter ones (`effect.rs`), the
+//! calling thread's own Python stack is read and added to a per-call-site table (sites.rs)
+//! that the dump carries.
 //!
 //! No GIL is taken and no C-API function that allocates or needs the GIL is called. The
 //! caller has usually released the GIL around the driver call (ctypes, PyTorch's
@@ -25,8 +26,7 @@ mod walk;
 #[cfg(test)]
 mod fixture_tests;
 
-use crate::effect::Effect;
-use crate::record::{ApiCell, ThreadStats};
+use crate::effect::{CALL_SITE_SAMPLE_EVERY, CALL_SITE_THRESHOLD_NS};
 use crate::resolve;
 use gpuspy_format::callsites::CallSites;
 use gpuspy_format::SyncCause;
@@ -34,29 +34,8 @@ use layout::{Layout, Refusal};
 use std::ffi::{c_char, c_int, c_ulong, c_void, CStr};
 use std::sync::OnceLock;
 
-/// Calls that block the host this long or longer are all captured.
-pub const THRESHOLD_NS: u64 = 100_000;
-/// Of the shorter calls, one in this many is captured and stands for this many. The pick
-/// is the low bits of the measured duration, which timing jitter spreads evenly: no
-/// counter to keep per thread. (A clock coarser than 1 ns, as `GPUSPY_CLOCK=monotonic` may
-/// be on some hosts, samples fewer.)
-pub const SAMPLE_EVERY: u64 = 1024;
 /// Frames kept per stack, innermost first.
 pub const MAX_FRAMES: usize = 16;
-
-/// After a successful call: captures its Python call site if it is one that counts.
-#[inline(always)]
-pub fn after_call(block: &ThreadStats, cell: &ApiCell, effect: &Effect, ns: u64) {
-    if effect.may_block_host() && (ns >= THRESHOLD_NS || ns.is_multiple_of(SAMPLE_EVERY)) {
-        capture(hook_of(block, cell), effect.sync_cause(), ns);
-    }
-}
-
-/// The hook a cell of a thread's block counts (cells are indexed by hook).
-fn hook_of(block: &ThreadStats, cell: &ApiCell) -> usize {
-    let first = block.apis.as_ptr() as usize;
-    (cell as *const ApiCell as usize - first) / std::mem::size_of::<ApiCell>()
-}
 
 type NoArgs<R> = unsafe extern "C" fn() -> R;
 
@@ -83,10 +62,16 @@ enum Found {
 /// if it ever will have one calling the driver.
 static FOUND: OnceLock<Found> = OnceLock::new();
 
+/// Captures the calling thread's Python call site of a call the recorder picked
+/// (`Effect::picks_call_site`).
 #[cold]
 #[inline(never)]
-fn capture(hook: usize, cause: Option<SyncCause>, ns: u64) {
-    let weight = if ns >= THRESHOLD_NS { 1 } else { SAMPLE_EVERY };
+pub fn capture(hook: usize, cause: Option<SyncCause>, ns: u64) {
+    let weight = if ns >= CALL_SITE_THRESHOLD_NS {
+        1
+    } else {
+        CALL_SITE_SAMPLE_EVERY
+    };
     let Found::Ready(py) = FOUND.get_or_init(find) else {
         return;
     };
@@ -234,8 +219,8 @@ pub fn snapshot() -> Option<CallSites> {
     let s = sites::summary();
     Some(CallSites {
         python,
-        threshold_ns: THRESHOLD_NS,
-        sample_every: SAMPLE_EVERY,
+        threshold_ns: CALL_SITE_THRESHOLD_NS,
+        sample_every: CALL_SITE_SAMPLE_EVERY,
         captures: s.captures,
         capture_ns: s.capture_ns,
         native_calls: s.native_calls,
