@@ -513,9 +513,9 @@ def graphed_decoder(torch, model, prompt, generate):
 def lightning_fit(on_gpu):
     # Trainer.fit of a wide MLP (84M parameters) on pinned batches from a TensorDataset on
     # the host. The DataLoader collates each 2,048-row batch in the main process, row by
-    # row: about 30 ms of host work against 8 ms of GPU work a step on an H200, which Lightning
-    # itself warns of ("does not have many workers"). The fix keeps the dataset on the GPU
-    # and gathers each batch with one index list (a BatchSampler as the sampler, no
+    # row: steps of 29-41 ms on an H200 with the GPU idle 62-77 % of them (reallib rounds 3
+    # and 4), as Lightning itself warns ("does not have many workers"). The fix keeps the
+    # dataset on the GPU and gathers each batch with one index list (a BatchSampler as the sampler, no
     # collation): the same steps, batch size and samples. When fit() returns, Lightning
     # has moved the model back to the host: a one-off copy, not the steady state.
     torch = torch_setup()
@@ -781,12 +781,12 @@ def stats_record(log, step, loss, window, t0):
 
 
 def item_logging(log_every):
-    # A bf16 MLP (4 layers of 4096x4096) trained with fused AdamW: about 2 ms of GPU work a
-    # step on an H200 and 60 launches, so the host runs ahead of the GPU. Every
-    # `log_every` steps the loss is read with .item() (the host waits for the step) and a
-    # record of smoothed statistics is formatted (about 1 ms of host work) while the GPU,
-    # drained by the sync, has nothing queued. Logging every 50 steps takes the sync and
-    # the formatting out of 49 steps in 50.
+    # A bf16 MLP (4 layers of 4096x4096, batch 2048) trained with fused AdamW, sized for
+    # about 2 ms of GPU work a step on an H200 against some 60 launches, so the host runs
+    # ahead of the GPU. Every `log_every` steps the loss is read with .item() (the host
+    # waits for the step) and a record of smoothed statistics is formatted (about 1 ms of
+    # host work) while the GPU, drained by the sync, has nothing queued. Logging every 50
+    # steps takes the sync and the formatting out of 49 steps in 50.
     torch = torch_setup()
     d, layers, batch = (64, 2, 32) if small() else (4096, 4, 2048)
     model = torch.nn.Sequential(*[m for _ in range(layers) for m in (torch.nn.Linear(d, d), torch.nn.GELU())]).to(DEVICE)

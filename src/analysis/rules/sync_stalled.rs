@@ -65,7 +65,7 @@ one that opens with no sync just before, while the host is outside the driver, i
 `input-starved`'s. Where the host's work after the sync does not use the value (it stays
 once the sync is gone), only the part of it the GPU's queue covers comes back, the time the
 sync blocked: the impact then overstates (a staged step of 3 ms on the GPU and 3.5 ms of
-host work after `.item()`: 49-51 % predicted, 44-47 % saved on the H200). Idle after syncs
+host work after `.item()`: 48.5-50.5 % predicted, 44-47 % saved on the H200). Idle after syncs
 that comes in a few bursts over a small part of the steady state (a checkpoint's copies and
 the writing after them) is not a per-step cost and does not fire the rule
 (`rules::recurrence`).
