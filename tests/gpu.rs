@@ -1159,7 +1159,7 @@ fn a_sync_that_finds_the_gpu_drained_still_owns_the_idle_it_opens() {
     // step whose loss is read with .item() and written as a JSON record every step. The
     // GPU has drained when the host syncs (blocked 0.3 % of the steady state), and stays
     // idle through the formatting after it: 4.6 % of the steady state, the sync's.
-    let r = report_json(&[&data("h200-item-logging-drained.json")]);
+    let r = report_json(&[&data("reallib4-item-logging-drained.json")]);
     assert_eq!(r["verdict"], "launch-bound");
     let f = finding(&r, "sync-stalled").expect("a sync-stalled finding");
     assert_eq!(f["severity"], "info");
@@ -1174,7 +1174,7 @@ fn a_busy_training_loop_that_checkpoints_is_not_launch_bound() {
     // large matmuls at 24,079 launches a second, the GPU idle 7.3 % of the steady state
     // between them in gaps of 3.0 us a launch (p50 1.6 us): the bubbles between kernels
     // already queued, no launch waited on.
-    let r = report_json(&[&data("h200-healthy-checkpoint.json")]);
+    let r = report_json(&[&data("reallib4-healthy-checkpoint.json")]);
     assert_eq!(r["verdict"], Value::Null);
     assert!(finding(&r, "launch-bound").is_none(), "{}", r["findings"]);
     assert!(
