@@ -1152,3 +1152,38 @@ fn where_gpm_is_not_supported_the_dump_says_so() {
     // Everything else NVML gives is sampled as before.
     assert_eq!(t["sm_clock_mhz"]["mean"], 1980.0);
 }
+
+#[test]
+fn a_sync_that_finds_the_gpu_drained_still_owns_the_idle_it_opens() {
+    // bench/results/gpu-2026-12-03-reallib-4, short item-logging: a launch-bound transformer
+    // step whose loss is read with .item() and written as a JSON record every step. The
+    // GPU has drained when the host syncs (blocked 0.3 % of the steady state), and stays
+    // idle through the formatting after it: 4.6 % of the steady state, the sync's.
+    let r = report_json(&[&data("reallib4-item-logging-drained.json")]);
+    assert_eq!(r["verdict"], "launch-bound");
+    let f = finding(&r, "sync-stalled").expect("a sync-stalled finding");
+    assert_eq!(f["severity"], "info");
+    assert_eq!(f["evidence"]["blocked_share"], 0.003);
+    assert_eq!(f["evidence"]["gpu_after_sync_idle_share"], 0.046);
+    assert_eq!(f["impact"], 0.046);
+}
+
+#[test]
+fn a_busy_training_loop_that_checkpoints_is_not_launch_bound() {
+    // bench/results/gpu-2026-12-03-reallib-4, short healthy-checkpoint: a bf16 MLP step of
+    // large matmuls at 24,079 launches a second, the GPU idle 7.3 % of the steady state
+    // between them in gaps of 3.0 us a launch (p50 1.6 us): the bubbles between kernels
+    // already queued, no launch waited on.
+    let r = report_json(&[&data("reallib4-healthy-checkpoint.json")]);
+    assert_eq!(r["verdict"], Value::Null);
+    assert!(finding(&r, "launch-bound").is_none(), "{}", r["findings"]);
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] != "warning"),
+        "{}",
+        r["findings"]
+    );
+}

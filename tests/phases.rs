@@ -577,9 +577,8 @@ fn end_to_end_slow_module_loading_then_a_sync_stalled_loop_gets_sync_stalled_fir
     let f = ids(&r);
     assert_eq!(f[0], ("sync-stalled".into(), "warning".into()), "{f:?}");
     // 5 ms of host work after each 3 ms kernel: the GPU idles about 5 / 8 of the loop after
-    // syncs, but without them the host's work overlaps the kernel and a step takes 5 ms:
-    // the impact is the share the host waited, about 3 / 8 (more where a loaded machine
-    // wakes the sync late).
+    // syncs, and the host waited about 3 / 8. The impact is the idle the syncs open, not
+    // the wait.
     let s = &r["steady_state"];
     let of_gpu = |ns: &Value| {
         (ns.as_f64().unwrap() / s["gpu_ns"].as_f64().unwrap() * 1000.0).round() / 1000.0
@@ -588,10 +587,10 @@ fn end_to_end_slow_module_loading_then_a_sync_stalled_loop_gets_sync_stalled_fir
     let impact = r["findings"][0]["impact"].as_f64().unwrap();
     let waited = s["blocked_share"].as_f64().unwrap();
     assert!(after_sync > waited, "{s}");
-    assert!((impact - waited).abs() < 1e-9, "{impact}: {s}");
-    // 3 / 8 on an idle machine; a loaded one stretches the host work (preempted spins),
-    // which lowers it, or the sync, which `after_sync > waited` bounds.
-    assert!((0.15..=0.5).contains(&impact), "{impact}: {s}");
+    assert!((impact - after_sync).abs() <= 0.001, "{impact}: {s}");
+    // 5 / 8 on an idle machine; a loaded one stretches the host work (preempted spins),
+    // which raises it, or the sync, which lowers it.
+    assert!((0.4..=0.95).contains(&impact), "{impact}: {s}");
     assert!(f.iter().any(|(id, _)| id == "slow-startup"), "{f:?}");
     let p = phases(&r);
     assert_eq!(p[0].0, "startup", "{p:?}");

@@ -12,7 +12,7 @@
 #   BIN=.dev/bin bash bench/gpu/reallib.sh OUTDIR [FORMS] [MODES]
 # e.g. BIN=.dev/bin bash bench/gpu/reallib.sh $OUT/r1, or one form per command:
 #   BIN=.dev/bin bash bench/gpu/reallib.sh $OUT/r1 short; ... $OUT/r1 long
-# Budget on an H200 (estimated, not yet measured): 24 runs a form, each 4-9 s of Python
+# Budget on an H200 (estimated, not yet measured): 25 runs a form, each 4-9 s of Python
 # imports (torch, JAX, transformers, Lightning) and set-up under gpuspy; loops of about
 # 1.5 s (short) or 5 s (long) for a problem and healthy mode, a fraction of that for a
 # fix: about 3 min for the short form, 4 min for the long one, 7-8 min in all with the
@@ -22,7 +22,7 @@
 set -uo pipefail
 out=${1:?usage: reallib.sh OUTDIR [FORMS] [MODES]}
 forms=${2:-short long}
-modes=${3:-jax-nojit jax-jit hf-generate hf-generate-fixed lightning-fit cupy-elementwise cupy-fused loader-slow loader-fast augment-main augment-gpu item-logging item-logging-fixed cupy-asnumpy cupy-on-device numpy-pageable numpy-pinned adam-foreach-off adam-fused jax-numpy-sync jax-on-device healthy-graph-infer healthy-loader healthy-checkpoint}
+modes=${3:-jax-nojit jax-jit hf-generate hf-generate-fixed lightning-fit lightning-fit-fixed cupy-elementwise cupy-fused loader-slow loader-fast augment-main augment-gpu item-logging item-logging-fixed cupy-asnumpy cupy-on-device numpy-pageable numpy-pinned adam-foreach-off adam-fused jax-numpy-sync jax-on-device healthy-graph-infer healthy-loader healthy-checkpoint}
 bin=$(realpath "${BIN:-.dev/bin}")
 python=${PYTHON:-python3}
 mkdir -p "$out"

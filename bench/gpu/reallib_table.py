@@ -27,7 +27,7 @@ EXPECTED = {
     "loader-slow": ("input-starved", "loader-fast"),
     "item-logging": ("sync-stalled", "item-logging-fixed"),
     "numpy-pageable": ("pageable-memcpy", "numpy-pinned"),
-    "lightning-fit": (None, None),
+    "lightning-fit": ("input-starved", "lightning-fit-fixed"),
     "healthy-graph-infer": (None, None),
     "healthy-checkpoint": (None, None),
     # Held out.
