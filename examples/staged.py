@@ -292,7 +292,7 @@ def triton_grid(full):
     # `JIT_IN_SETUP`), fixed or not: each run compiles into a cache of its own. With
     # Triton's shared cache the run before warmed it (the kernel is the same), and the
     # fixed form's loop looked ~1 s faster for a compile it skipped
-    # (bench/results/gpu-2026-11-30-session8-triton).
+    # (bench/results/gpu-2026-11-30-run8-triton).
     import tempfile
 
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="staged-triton-")

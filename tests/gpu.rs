@@ -260,7 +260,7 @@ fn unified_memory_recorded_on_the_h200_is_the_verdict() {
 
 #[test]
 fn the_h200_managed_loop_and_its_prefetched_fix_read_from_the_counters_windows() {
-    // bench/results/gpu-2026-12-01-session13-phases-7, long form: examples/staged.py's
+    // bench/results/gpu-2026-12-01-run13-phases-7, long form: examples/staged.py's
     // managed loop (256 MiB faulted over to the GPU and back, 40 steps), then the same
     // loop prefetching both ways. With a shim that recorded no counters' windows both read
     // `um-fault-heavy`, from the host's set-up faults; the fix saved 46 % of the loop.
@@ -292,7 +292,7 @@ fn the_h200_managed_loop_and_its_prefetched_fix_read_from_the_counters_windows()
 
 #[test]
 fn a_gpu_bound_loop_whose_records_came_late_is_judged_by_nvml() {
-    // bench/results/gpu-2026-12-01-session15-phases-14, long healthy-matmul: bf16 matmuls
+    // bench/results/gpu-2026-12-01-run15-phases-14, long healthy-matmul: bf16 matmuls
     // queued seconds ahead of the GPU, so CUPTI's buffers came after the shim had settled
     // their time (2,118 records, 1.75 s of 3.97 s of kernels), which read idle. The
     // verdict was "GPU idle 38.9 % of the steady state; cause not identified".
@@ -324,7 +324,7 @@ fn a_gpu_bound_loop_whose_records_came_late_is_judged_by_nvml() {
 
 #[test]
 fn a_sync_longer_than_a_window_shows_the_work_cupti_did_not_record() {
-    // bench/results/gpu-2026-12-01-session16-phases-16, long triton-small-grid: two syncs
+    // bench/results/gpu-2026-12-01-run16-phases-16, long triton-small-grid: two syncs
     // of 1.82 s, each on 1,000 queued kernels of 4 blocks. The windows hold 582 of the
     // first sync's kernels: the rest had no record by the time the recording period closed,
     // with 1,000 more queued. The last 0.77 s of that sync read idle: GPU idle 40.2 % of the
@@ -345,7 +345,7 @@ fn a_sync_longer_than_a_window_shows_the_work_cupti_did_not_record() {
 
 #[test]
 fn a_loop_whose_queued_kernels_lost_their_records_is_judged_by_nvml() {
-    // bench/results/gpu-2026-12-01-session16-phases-17, long healthy-pauses: bf16 matmuls
+    // bench/results/gpu-2026-12-01-run16-phases-17, long healthy-pauses: bf16 matmuls
     // queued far ahead, recorded in 95 short periods that kept 1,553 kernels. The records
     // kept a kernel running 14.1 % of the steady state while GPM saw the SMs active 77.3 %
     // of it (windows of copies alone are pauses, not steady); none came late. The verdict was "GPU idle 79.0 % of the steady state; cause
@@ -375,7 +375,7 @@ fn a_loop_whose_queued_kernels_lost_their_records_is_judged_by_nvml() {
 
 #[test]
 fn a_loop_whose_records_stopped_coming_is_judged_by_nvml_and_keeps_its_finding() {
-    // bench/results/gpu-2026-12-01-session17-phases-18, long sync-stalled: CUPTI, attached
+    // bench/results/gpu-2026-12-01-run17-phases-18, long sync-stalled: CUPTI, attached
     // and switched on and off 52 times, sent a few records per period after its first:
     // 2,098 kernels (extrapolated) for 60,002 launches. The steady state read 64 % idle, half
     // of it "host work", at 72 % SM activity: GPM 0.37 above CUPTI, under its own bar.
@@ -396,7 +396,7 @@ fn a_loop_whose_records_stopped_coming_is_judged_by_nvml_and_keeps_its_finding()
 
 #[test]
 fn a_dump_with_gpm_slots_written_as_null_loads() {
-    // bench/results/gpu-2026-11-30-session7-phases-2, long um-fixed: NVML answered NaN for
+    // bench/results/gpu-2026-11-30-run7-phases-2, long um-fixed: NVML answered NaN for
     // DRAM bandwidth in one slot, and that build wrote it as null, and the gauge's mean too;
     // `report` called the whole dump malformed.
     let r = report_json(&[&data("h200-gpm-nan.json")]);

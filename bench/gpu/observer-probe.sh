@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How much recording the GPU side changes the short sync-stalled loop that gpuspy judges
-# (bench/results/gpu-2026-12-01-session14-observer): examples/staged.py's short forms (MODES, default
+# (bench/results/gpu-2026-12-01-run14-observer): examples/staged.py's short forms (MODES, default
 # sync-stalled and sync-fixed) with no shim (`none`), under `gpuspy run` by default
 # (`sampled`), with CUPTI recording all the time (`full`), with CUPTI off (`nvml`) and
 # with CUPTI and NVML off (`host`): CONFIGS, default `none sampled full`, in rotating

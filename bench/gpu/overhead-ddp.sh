@@ -11,7 +11,7 @@
 # default mode of .dev/variants/NAME/libgpuspy.so. A job that fails is listed as `fail`
 # with how each rank ended; Python's fault handler prints the stacks of a rank that
 # segfaults (2 of 5 jobs lost a rank under 9b47d94's default,
-# bench/results/gpu-2026-11-30-session9-ddp).
+# bench/results/gpu-2026-11-30-run9-ddp).
 set -uo pipefail
 out=${1:?usage: overhead-ddp.sh OUTDIR [PAIRS] [STEPS]}
 pairs=${2:-8}

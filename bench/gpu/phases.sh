@@ -15,7 +15,7 @@ echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_ver
 python3 -c 'import torch, triton; print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__)'
 # torch-compile runs with torch.compile's cache warm, as on any run after a machine's
 # first (cold, its compile took 12 s of a 39 s short run, bench/results/gpu-2026-12-01-
-# session10-check; warm, 7-11 s). One run without gpuspy warms it.
+# run10-check; warm, 7-11 s). One run without gpuspy warms it.
 if [[ " $modes " == *" torch-compile "* ]]; then
     python3 examples/staged.py torch-compile --form short > /dev/null 2>&1
     echo "warmed torch.compile's cache: exit $?"

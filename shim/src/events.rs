@@ -29,7 +29,7 @@ const HISTORY_NS: u64 = crate::gpu::activity::MAX_HOLD_NS + 500_000_000;
 /// ...and at most this many events (6 MiB): `HISTORY_NS` of 87,000 blocking calls a
 /// second. At 32,768 an allocation loop making 24,500 a second kept 1.3 s, less than the
 /// collector's lag, and 69 % of its steady state's idle time had no known cause
-/// (bench/results/gpu-2026-12-01-session16-phases-17, long alloc-churn).
+/// (bench/results/gpu-2026-12-01-run16-phases-17, long alloc-churn).
 const HISTORY_EVENTS: usize = 1 << 18;
 /// Spans of time with lost events that `between` remembers; older ones count as trimmed.
 const LOSS_SPANS: usize = 64;

@@ -181,7 +181,7 @@ fn waiting_cause(kind: HostEventKind) -> Option<IdleCause> {
 /// calls overlap), the rest host work. By the host's state at the opening alone, a gap that
 /// opens as a launch returns, with the host back in Python between allocations, was all
 /// host work: the H200's alloc-churn loop read 42 % or 81-88 % allocating from one run to
-/// the next (bench/results/gpu-2026-11-30-session7-phases-1 and -2).
+/// the next (bench/results/gpu-2026-11-30-run7-phases-1 and -2).
 pub fn split_by_calls(from: u64, to: u64, events: &[HostEvent]) -> Vec<(u64, u64, IdleCause)> {
     let mut edges: Vec<(u64, i64, usize)> = events
         .iter()
@@ -257,7 +257,7 @@ impl Period {
     /// Closed with fewer kernel records than the host launched in it: the records of its
     /// last kernels, queued at the close, were discarded (gpu-truth-facts A.6). Triton's
     /// 4-block loop closed periods with ~1,000 kernels of 1.8 ms queued; their last 0.5 s
-    /// read idle (bench/results/gpu-2026-12-01-session16-phases-15). Records that merely
+    /// read idle (bench/results/gpu-2026-12-01-run16-phases-15). Records that merely
     /// come late hold the settle's horizon (`Aggregator::held_horizon`) before the close,
     /// so the sweep meets this only once they came or were given up. CUDA graphs make more
     /// records than launches, which can hide a loss, never invent one.
@@ -386,7 +386,7 @@ impl Aggregator {
     /// time recorded put a launch-bound loop's kernels at 15-74 % of its launches
     /// (bench/gpu/kernel_extrapolation.py), and launches per timeline window, a window
     /// recorded in part counted by its share of time, at 107-109 %
-    /// (bench/results/gpu-2026-11-30-session9-probe): the launches at each switch are
+    /// (bench/results/gpu-2026-11-30-run9-probe): the launches at each switch are
     /// counted instead.
     fn kernel_factor(&self, launches: u64) -> Option<f64> {
         let recorded = self.launches_while_recording(launches);
@@ -408,7 +408,7 @@ impl Aggregator {
     /// for at most `MAX_HOLD_NS`. A kernel's record comes with its buffer, once every kernel
     /// recorded in that buffer has run: with ~1,000 kernels of 1.8 ms queued, a Triton loop's
     /// first records came up to 1.7 s after they started on the H200, and its first 1.24 s
-    /// counted idle (bench/results/gpu-2026-11-30-session9-probe). Records outnumber
+    /// counted idle (bench/results/gpu-2026-11-30-run9-probe). Records outnumber
     /// launches with CUDA graphs (nothing is held); a launch whose record never comes (one
     /// made during a stream capture, a dropped record) holds it `MAX_HOLD_NS` at most, then
     /// is given up.
@@ -745,15 +745,15 @@ impl Aggregator {
     /// activity's span ends there, not at the last record. Its extrapolated busy time is
     /// over the whole run, and over the records' span the H200's launch-bound loop read
     /// busy 79 % of the time, against 11 % recorded in full
-    /// (bench/results/gpu-2026-11-30-session9-default, truth.sh step 2). The last period
+    /// (bench/results/gpu-2026-11-30-run9-default, truth.sh step 2). The last period
     /// with a record, not the last period: a loop of 35 ms kernels, 10 a second, launched
     /// none in most 20 ms slots, and its span ended 2 s before the loop did
-    /// (bench/results/gpu-2026-12-01-session10-final, um-fault-heavy long).
+    /// (bench/results/gpu-2026-12-01-run10-final, um-fault-heavy long).
     ///
     /// Likewise where the host launched before the first period with a record opened, a
     /// device that worked in that period is taken to work from the first launch: the same
     /// loop's first record once came 3.2 s into its 3.3 s loop, and busy read 1,096 % of
-    /// the 103 ms left (bench/results/gpu-2026-12-01-session11-phases-1, long).
+    /// the 103 ms left (bench/results/gpu-2026-12-01-run11-phases-1, long).
     pub fn devices(&self, launches: u64, launch_span: (u64, u64)) -> Vec<(u32, Activity)> {
         let (first_launch, last_launch) = launch_span;
         let kernel_factor = self.kernel_factor(launches);
@@ -1427,7 +1427,7 @@ impl DeviceAgg {
         // A copy or memset after a gap in a period that lost kernel records ran behind the
         // lost kernels (one stream runs in order): the gap is theirs, not idle. torch.compile's
         // short loop ended in a period whose 555 launches left no record and one memset 13 ms
-        // later, and the 13 ms read as host-side idle (gpu-2026-12-01-session17-phases-20).
+        // later, and the 13 ms read as host-side idle (gpu-2026-12-01-run17-phases-20).
         let after_lost = !i.kernel()
             && i.start > s.run_end
             && period.is_some_and(|p| periods.lost(&p) && i.start <= p.off);
@@ -1709,7 +1709,7 @@ impl DeviceAgg {
             last_unix_ns: self.last,
             // An untimed record is a kernel that ran, its time unknown: a queue deeper than
             // the slot, detached, brought back 937 of the 4,177 records of the launches made
-            // while recording on the H200 (bench/results/gpu-2026-11-30-session9-default).
+            // while recording on the H200 (bench/results/gpu-2026-11-30-run9-default).
             kernels: n(self.kernels + self.untimed),
             kernel_ns: n(self.kernel_ns),
             busy_ns: n(busy.total),

@@ -256,7 +256,7 @@ fn configure_unified_memory(api: &Api) -> CuptiResult {
 /// read, so that the program runs without CUPTI until the next slot. Once a traced kind
 /// has been on, CUPTI costs every launch about 0.7 µs even with every kind off again,
 /// until it is finalized: on the H200 that was most of the sampled mode's +9.8 % on a
-/// launch-bound loop (bench/results/gpu-2026-11-30-session8-probe). Attaching again for
+/// launch-bound loop (bench/results/gpu-2026-11-30-run8-probe). Attaching again for
 /// a slot takes about 10 ms and detaching 2-3 ms, on gpuspy's thread.
 pub fn detach() {
     if let Some(took) = detach_now() {
@@ -375,7 +375,7 @@ pub fn restart() {
 /// Called before the program captures, instantiates or launches a CUDA graph: `detach`
 /// does nothing from then on. On the H200 a PyTorch CUDA graph captured while CUPTI was
 /// attached failed at its first launch after a detach ("unspecified launch failure", and
-/// a segfault in the long run: bench/results/gpu-2026-11-30-session8-detach). Attaching
+/// a segfault in the long run: bench/results/gpu-2026-11-30-run8-detach). Attaching
 /// again later is safe: that is what a profiler started mid-run does.
 pub fn keep_attached() {
     if !KEEP_ATTACHED.load(Relaxed) && !KEEP_ATTACHED.swap(true, SeqCst) {
@@ -781,10 +781,10 @@ fn mean_ns(total: &AtomicU64, n: &AtomicU64) -> u64 {
 }
 
 /// What attaching and detaching are taken to cost until this process has done each once:
-/// the H200's (attach 8-11 ms, detach ~2 ms: bench/results/gpu-2026-11-30-session8-detach).
+/// the H200's (attach 8-11 ms, detach ~2 ms: bench/results/gpu-2026-11-30-run8-detach).
 /// Counted as free instead, the first slot of a 1.4 s launch-bound loop got a short cycle,
 /// and CUPTI attached again within the loop, the launching thread stalled ~7 ms
-/// (bench/results/gpu-2026-11-30-session9-probe).
+/// (bench/results/gpu-2026-11-30-run9-probe).
 const ASSUMED_ATTACH_NS: u64 = 10_000_000;
 const ASSUMED_DETACH_NS: u64 = 2_000_000;
 
@@ -1011,8 +1011,8 @@ static STARTING: Mutex<()> = Mutex::new(());
 /// flushed, a torch.profiler started mid-run failed an internal assert at its stop
 /// (`inserted.second`, profiler/collection.cpp: two CPU-side records with one correlation
 /// id) in 2 of 14 runs, and in 2 of 4 before the kinds went off first; finalized, 0 of 18
-/// (bench/results/gpu-2026-12-01-session11-step-aside, -session11-phases-3,
-/// -session10-check).
+/// (bench/results/gpu-2026-12-01-run11-step-aside, -run11-phases-3,
+/// -run10-check).
 fn step_aside() {
     let _after_start = STARTING.lock();
     // A flush of ours still in flight would deliver our buffers to the program's callback.

@@ -334,7 +334,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
             } else if crate::nccl::used() {
                 // With NCCL the kinds stay on, as under GPUSPY_CUPTI=full: 2 of 5 DDP jobs
                 // on two H200s had a rank segfault while they were switched off and on
-                // every slot (72-91 times a job; bench/results/gpu-2026-11-30-session9-ddp).
+                // every slot (72-91 times a job; bench/results/gpu-2026-11-30-run9-ddp).
                 // The cause is not known; full capture ran DDP cleanly on 2026-11-29.
                 traced.turned_on(clock::unix_ns());
             } else {
@@ -361,7 +361,7 @@ fn sleep_until(deadline: u64, duty: &mut Switches) {
                     // records back untimed and waits for them. A Triton loop with ~4 s of
                     // 2.3 ms kernels queued had a detach take 1.7 s, one of its launches
                     // blocked 1.6 s behind it, and 1,811 records untimed: its busy time read
-                    // 0.6 % (bench/results/gpu-2026-12-01-session11-phases-2).
+                    // 0.6 % (bench/results/gpu-2026-12-01-run11-phases-2).
                     let detachable = duty.unified_memory.is_none()
                         && cupti::may_detach_between_slots()
                         && cupti::awaited_records() <= sampling::AWAITED_RECORDS_TO_DETACH;

@@ -12,11 +12,11 @@
 //! managed-memory loop +60 % while on (bench/results/gpu-2026-11-30-sampling-1), so they
 //! are on for one slot in `UM_CYCLE`. A slot lasts until its off switch returns, which
 //! took 14-22 ms in that run and 2.0 s in every one of 8 in a later one
-//! (bench/results/gpu-2026-11-30-session7-probe): the time off is `UM_CYCLE - 1` times
+//! (bench/results/gpu-2026-11-30-run7-probe): the time off is `UM_CYCLE - 1` times
 //! the slot's real length, so the counters stay on 1/64 of the run however slow the
 //! switch (a 2.0 s slot every 129 s there). The slot is 20 ms: 100 ms cost a 1.5 s
 //! managed-memory loop +4.1 % [+0.7, +6.9] on the H200, 20 ms +2.6 % [-0.9, +4.7], with
-//! faults seen as well (18 pairs, bench/results/gpu-2026-11-30-session8-detach).
+//! faults seen as well (18 pairs, bench/results/gpu-2026-11-30-run8-detach).
 //!
 //! Every cycle counts its slot as long as it really was: a slot ended late (a starved
 //! thread) or grown long is followed by as many times its length off.
@@ -32,7 +32,7 @@ const COST_PER_RECORD_NS: u64 = 2_000;
 /// CUPTI's share of the program's time at most: 0.75 %. The host side takes ~1 % of a
 /// launch-bound loop (2 launches of ~60 ns added per 12-15 µs), and with 1.5 % here the
 /// H200's launch-bound loop ran +2.87 % [+0.67, +4.89] (25 pairs,
-/// bench/results/gpu-2026-11-30-session8-final).
+/// bench/results/gpu-2026-11-30-run8-final).
 const BUDGET_PPM: u64 = 7_500;
 /// The longest cycle: one slot in 128 (2.56 s) still samples a long run densely enough;
 /// the kernel counts are extrapolated by launches, exactly (`Aggregator::kernel_factor`).
@@ -44,7 +44,7 @@ pub const UM_CYCLE: u64 = 64;
 
 /// With managed memory the kernel kind costs the program time, not records: a loop whose
 /// kernels fault on managed pages ran +5.4 % [-0.5, +10.8] with it on and -0.4 % with the
-/// traced kinds never on (25 pairs; bench/results/gpu-2026-12-01-session10-managed).
+/// traced kinds never on (25 pairs; bench/results/gpu-2026-12-01-run10-managed).
 const MANAGED_COST_PPM: u64 = 54_000;
 /// So the kinds are on one slot in this many once the program has managed memory: 8.
 pub const MANAGED_CYCLE: u64 = MANAGED_COST_PPM.div_ceil(BUDGET_PPM);
@@ -55,7 +55,7 @@ pub const MANAGED_CYCLE: u64 = MANAGED_COST_PPM.div_ceil(BUDGET_PPM);
 pub const AWAITED_RECORDS_TO_DETACH: u64 = 64;
 
 /// What an attached CUPTI costs each launch once a traced kind has been on, whether the
-/// kinds are on or off: ~0.7 µs on the H200 (bench/results/gpu-2026-11-30-session8-probe).
+/// kinds are on or off: ~0.7 µs on the H200 (bench/results/gpu-2026-11-30-run8-probe).
 const ATTACHED_COST_PER_LAUNCH_NS: u64 = 700;
 
 /// The next cycle: its length in slots (one of them on), and whether CUPTI is detached
@@ -73,7 +73,7 @@ pub struct Cycle {
 /// cycle of the two. Detached always, a program launching a few thousand kernels a second
 /// whose start-up slot was over budget went unrecorded for 1.6 s after it: its own
 /// launches would have cost it 0.1 % with CUPTI attached (bench/gpu/truth.sh's paced loop,
-/// bench/results/gpu-2026-11-30-session9-default).
+/// bench/results/gpu-2026-11-30-run9-default).
 pub fn cycle_for(records: u64, launches: u64, on_ns: u64, switch_ns: Option<u64>) -> Cycle {
     let record_ns = records.saturating_mul(COST_PER_RECORD_NS);
     let budget_ns = on_ns.saturating_mul(BUDGET_PPM) / 1_000_000;
@@ -156,7 +156,7 @@ impl DutyCycle {
     /// Detaching and attaching CUPTI again costs `switch_ns` on average (None where CUPTI
     /// cannot be detached). With cycles sized by their records alone, CUPTI attached again
     /// every ~0.4 s for ~10 ms on the H200's launch-bound loop, which ran +3.6 %
-    /// (bench/results/gpu-2026-11-30-session8-phases).
+    /// (bench/results/gpu-2026-11-30-run8-phases).
     pub fn switching_costs(&mut self, switch_ns: Option<u64>) {
         self.switch_ns = switch_ns;
     }

@@ -14,7 +14,7 @@ use serde::Serialize;
 /// `STEPS_BETWEEN_PAUSES_NS` (one step per gap). A few long gaps with much regular work between them are pauses
 /// (checkpoints, evaluations). A time, not a count of windows: windows widen with the run,
 /// and at 40 ms a short loop's 70-110 ms of matmul steps between its checkpoints took 2-3
-/// windows (bench/results/gpu-2026-12-01-session13-phases-5, healthy-pauses).
+/// windows (bench/results/gpu-2026-12-01-run13-phases-5, healthy-pauses).
 const RECURRING_SHARE: f64 = 0.25;
 const RARE_GAPS: usize = 4;
 const STEPS_BETWEEN_PAUSES_NS: u64 = 40_000_000;
@@ -95,7 +95,7 @@ fn labels(w: &Windows) -> Vec<Label> {
     // Start-up lasts until the first launch: before it the GPU can only have copied (a
     // model's weights) or waited in a barrier, and a host pause ended by the first kernels'
     // lazy loading is set-up, not a JIT compile (a DDP rank built its model on the host for
-    // 5 s after NCCL's first calls; bench/results/gpu-2026-12-01-session12-ddp).
+    // 5 s after NCCL's first calls; bench/results/gpu-2026-12-01-run12-ddp).
     let (Some(first), Some(last)) = (
         (0..w.n).position(|i| working[i] && at(metric, i) > 0),
         working.iter().rposition(|&x| x),
@@ -185,7 +185,7 @@ fn labels(w: &Windows) -> Vec<Label> {
     // The loop ends inside its last window with work: below half the usual rate, that
     // window is mostly what follows the loop, and teardown. A short loop's last window held
     // 16 of its usual 250 launches and the GPU's idle after the final sync, 15 % of the
-    // steady state's recorded device time (bench/results/gpu-2026-12-01-session13-phases-6,
+    // steady state's recorded device time (bench/results/gpu-2026-12-01-run13-phases-6,
     // sync-stalled). A slower stretch of several windows is the loop's.
     if last > settled && labels[last] == Label::Steady && 2 * at(metric, last) < usual {
         labels[last] = Label::Teardown;

@@ -265,7 +265,7 @@ const UM_OBSERVED_MIN_NS: u64 = 10_000_000;
 /// settled that time (`activity.late_ns`) at which the timeline's GPU side is left out:
 /// that time reads idle. On the H200 the healthy loops with a launch queue seconds deep
 /// had 40-84 % late in their long form (`healthy-matmul` read "GPU idle 36-42 %, cause
-/// not identified" at 91 % by NVML, bench/results/gpu-2026-12-01-session15-phases-14);
+/// not identified" at 91 % by NVML, bench/results/gpu-2026-12-01-run15-phases-14);
 /// every other staged run under 8 %.
 pub const LATE_RECORDS_SHARE: f64 = 0.10;
 
@@ -275,7 +275,7 @@ pub const LATE_RECORDS_SHARE: f64 = 0.10;
 /// discards the records of kernels still queued when a recording period closes (gpu-truth-
 /// facts.md, A.6); a loop that queues matmuls far ahead then leaves periods that read idle.
 /// In the 594 staged runs of rounds 1-17 on the H200 with GPM and a steady GPU side
-/// (bench/results/calib-2026-12-01-session16.txt) GPM read at most 0.33 above CUPTI (0.37
+/// (bench/results/calib-2026-12-01-run16.txt) GPM read at most 0.33 above CUPTI (0.37
 /// where the records came late), except in 9 of the 17 long `healthy-pauses` runs,
 /// 0.50-0.81 above, and 2 long `torch-compile` runs, 0.89-0.90: loops that queue matmuls
 /// far ahead. Three of those `healthy-pauses` runs read "GPU idle 64-87 % of the steady
@@ -404,7 +404,7 @@ pub(super) fn steady_state(
         // compile): its idle of that cause is the gap's, not an idle share of the loop. In a short run a window is 40-160 ms: the idle after a healthy
         // torch.compile loop's final sync filled half its last steady window (9.7 % idle
         // after syncs on the H200), and the idle of its compile, the first loop window
-        // (input-starved 38 %, bench/results/gpu-2026-12-01-session11-phases-3).
+        // (input-starved 38 %, bench/results/gpu-2026-12-01-run11-phases-3).
         let gap = |d: &DeviceWindows, j: Option<usize>| {
             let j = j.filter(|&j| j < w.n && axis.steady.get(j) != Some(&true))?;
             let accounted = accounted_ns(d, j);

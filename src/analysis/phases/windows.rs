@@ -38,7 +38,7 @@ pub(super) fn scale(value: u64, num: u64, den: u64) -> u64 {
 /// call in the window it ended in: a 1.8 s sync on a Triton loop's deep queue is 1.8 s in
 /// one 80 ms window and nothing in the 22 before, where the H200 ran kernels whose records
 /// CUPTI discarded when the recording period closed (bench/results/gpu-2026-12-01-
-/// session16-phases-15).
+/// run16-phases-15).
 pub(super) fn syncs_spread(t: &Timeline, n: usize) -> Vec<u64> {
     let mut spread = vec![0; n];
     let width = t.window_ns.max(1);

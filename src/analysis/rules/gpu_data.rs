@@ -58,7 +58,7 @@ const POWER_RAMP_NS: u64 = 100_000_000;
 /// is taken to run at the limit: the staged sync loop was capped in 17-33 % of its samples
 /// in most rounds, and its fix, busier, ran 6 % lower clocks (SM clock 1849-1864 MHz
 /// against 1975-1977) and saved 9-12 % where its idle after the syncs read 12-16 %
-/// (bench/results/gpu-2026-12-01-session17-long-b); at half the samples, the earlier gate,
+/// (bench/results/gpu-2026-12-01-run17-long-b); at half the samples, the earlier gate,
 /// those runs were not corrected. `sync-host`'s loop, never capped, still is not.
 const POWER_CAPPED_SHARE: f64 = 0.1;
 

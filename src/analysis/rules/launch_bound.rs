@@ -200,7 +200,7 @@ const MIN_KERNELS_AT_RATE: u64 = 100;
 /// launched `MIN_PER_S` or more a second: what a launch-bound loop's kernels take. Sampling
 /// can leave a short loop's own windows unrecorded: on the H200 a 0.3 s launch-bound loop
 /// that began as a recording slot ended had 10-16 ms of its first window recorded, then
-/// none (bench/results/gpu-2026-12-01-session15-phases-12).
+/// none (bench/results/gpu-2026-12-01-run15-phases-12).
 fn busy_per_kernel_at_launch_rate(p: &Profile) -> Option<f64> {
     let windows = p
         .processes

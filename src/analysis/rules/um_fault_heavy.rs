@@ -16,11 +16,11 @@ const GIB: f64 = (1u64 << 30) as f64;
 /// Pages migrated on faults, either way. On the H200 the staged loop (256 MiB faulted over
 /// to the GPU and back each step) took 84-108 ms a step and 47-64 ms prefetched, of which
 /// 28 ms is the bulk migration: the median step saved, 41.5 ms in five runs, puts 512 MiB
-/// on faults at ~70 ms (bench/results/calib-2026-12-01-session12.txt and
-/// bench/results/gpu-2026-12-01-session13-um-probe).
+/// on faults at ~70 ms (bench/results/calib-2026-12-01-run12.txt and
+/// bench/results/gpu-2026-12-01-run13-um-probe).
 const FAULT_MIGRATION_BYTES_PER_S: f64 = 7.0 * GIB;
 /// The host's time on its faults per byte pulled back: its part of the loop's step, 71-76
-/// ms for 256 MiB on the H200 (bench/results/gpu-2026-12-01-session13-um-probe), is all
+/// ms for 256 MiB on the H200 (bench/results/gpu-2026-12-01-run13-um-probe), is all
 /// faulting: the migration, and the page-table work that makes the prefetched loop's
 /// touches still take 30 ms.
 const HOST_FAULTS_BYTES_PER_S: f64 = 3.5 * GIB;
@@ -32,7 +32,7 @@ const PREFETCH_TO_HOST_OF_PEAK: f64 = 0.19;
 /// Sampled bytes at least this share of the managed memory each step are read as all of it
 /// each step: the H200's staged loop moves its 256 MiB each way every step, and 20-40 ms
 /// glimpses of its 100 ms steps put that at 0.32-1.55 times the truth in 8 runs
-/// (bench/results/gpu-2026-12-01-session13-phases-5).
+/// (bench/results/gpu-2026-12-01-run13-phases-5).
 const ALL_MANAGED_SHARE: f64 = 0.25;
 
 /// The steady state's migrations and what prefetching them saves. A loop that faults pages
@@ -115,7 +115,7 @@ faults its data over once and then keeps it resident reads as faulting every ste
 pages over each step moves them back each step, so the larger direction counted is taken
 for both; on faults a byte costs 1/7 GiB/s, prefetched 1/(75 % of the link's peak) to the
 GPU and 1/(19 %) back (the H200's staged CuPy loop, 256 MiB each way a step:
-bench/results/gpu-2026-12-01-session13-um-probe). The host's faults, at 3.5 GiB/s, are
+bench/results/gpu-2026-12-01-run13-um-probe). The host's faults, at 3.5 GiB/s, are
 GPU idle time `input-starved` leaves to this rule.
 
 Older dumps (counters whole-run only, scaled from slots that began at the allocation and
@@ -125,7 +125,7 @@ GPU's idle time that the host's faults can explain, up to 200 us per CPU fault: 
 timeline's GPU side, the steady state's idle that opened with the host working; with a
 steady state but no GPU side, at most its time outside the driver; else the idle gaps of
 1 ms or more. An upper bound: on the staged loop it predicted 60-68 % where prefetching
-saved 36-50 % (bench/results/calib-2026-12-01-session12.txt).
+saved 36-50 % (bench/results/calib-2026-12-01-run12.txt).
 
 Fix: prefetch managed memory to where it is used next (`cudaMemPrefetchAsync`), give
 placement hints (`cudaMemAdvise` with `SetPreferredLocation`/`SetReadMostly`), or use
