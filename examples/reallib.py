@@ -446,6 +446,9 @@ def graphed_decoder(torch, model, prompt, generate):
     out = torch.zeros(capacity, dtype=torch.long, device=DEVICE)
 
     def prefill():
+        # The cache's layers count the positions they have written themselves (on the
+        # GPU, whatever cache_position says): start every sequence from an empty cache.
+        cache.reset()
         decode_mask.fill_(neg)
         decode_mask[..., :prompt_len] = 0
         positions = torch.arange(prompt_len, device=DEVICE)

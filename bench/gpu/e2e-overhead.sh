@@ -6,10 +6,11 @@
 # ones). bench/gpu/paired_summary.py then prints per workload the medians, the median of
 # the paired relative differences and its sign-test 90 % interval.
 # CONFIGS (default "none shim") adds settings to tell the costs apart: `nocupti` is the
-# shim with GPUSPY_CUPTI=0, `bare` the shim with CUPTI and NVML off. Each round runs them
+# shim with GPUSPY_CUPTI=0, `bare` the shim with CUPTI and NVML off, `detach` and `full`
+# the shim with GPUSPY_CUPTI set to those. Each round runs them
 # all, in an order rotated by one from the round before.
 # Usage on the GPU machine, from the repository root:
-#   BIN=.dev/bin [CONFIGS="none shim nocupti"] bash bench/gpu/e2e-overhead.sh OUTDIR [PAIRS] [WORKLOAD...]
+#   BIN=.dev/bin [CONFIGS="none shim nocupti"] [KEEP_DUMPS=1] bash bench/gpu/e2e-overhead.sh OUTDIR [PAIRS] [WORKLOAD...]
 # A WORKLOAD is SCRIPT:MODE[:FORM], SCRIPT one of staged and reallib (examples/*.py); the
 # default set is the eager launch-bound loop, managed memory, pageable copies, .item()
 # syncs, bf16 matmuls and a batch-1 transformers generate() loop, short forms.
@@ -34,12 +35,15 @@ one() { # one CONFIG WORKLOAD ROUND: prints WORKLOAD CONFIG ROUND LOOP_MS (or fa
         shim) ;;
         nocupti) settings=(GPUSPY_CUPTI=0) ;;
         bare) settings=(GPUSPY_CUPTI=0 GPUSPY_NVML_MS=0) ;;
-        *) echo "e2e-overhead.sh: unknown config $1 (none, shim, nocupti, bare)" >&2; exit 2 ;;
+        detach | full) settings=(GPUSPY_CUPTI="$1") ;;
+        *) echo "e2e-overhead.sh: unknown config $1 (none, shim, nocupti, bare, detach, full)" >&2; exit 2 ;;
     esac
     rm -rf "${dumps:?}"/*
     local s
     s=$(env "${settings[@]}" LD_PRELOAD="$pre" timeout 120 python3 "examples/$script.py" "$mode" --form "${form:-short}" 2>>"$out/stderr.txt" |
         awk '/^loop_s / {printf "%.3f", $2 * 1000}')
+    # KEEP_DUMPS=1 keeps each run's dump, for what CUPTI recorded (its slots, its cost).
+    [ "${KEEP_DUMPS:-0}" = 1 ] && [ -n "$pre" ] && mkdir -p "$out/dumps/$2-$1-$3" && cp -r "$dumps"/. "$out/dumps/$2-$1-$3/"
     echo "$2 $1 $3 ${s:-fail}"
 }
 for w in "${workloads[@]}"; do
