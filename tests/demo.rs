@@ -111,3 +111,46 @@ fn the_demo_has_data_for_every_rule_and_every_view_says_simulated() {
         serde_json::from_slice(&std::fs::read(dir.path().join("trace.json")).unwrap()).unwrap();
     assert_eq!(trace["otherData"].get("simulated"), None);
 }
+
+/// `diff` and `check` of a simulated run put the SIMULATED line first among their notes
+/// (text, JSON and the CI outputs read the same notes); a recorded dump gets none of it.
+#[test]
+fn diff_and_check_of_a_simulated_run_say_so_first() {
+    artifacts();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dumps");
+    assert!(demo(&gpuspy(), &out).status.success());
+    let recorded = data("h200-triton-deep-queue.json");
+    let note = format!("note: {SIMULATED}");
+
+    let diff = gpuspy_cmd(&["diff", s(&recorded), s(&out)]);
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert_eq!(text.lines().nth(1), Some(note.as_str()), "{text}");
+    let json: Value =
+        serde_json::from_slice(&gpuspy_cmd(&["diff", "--json", s(&recorded), s(&out)]).stdout)
+            .unwrap();
+    assert_eq!(json["simulated"], true);
+    assert_eq!(json["notes"][0], SIMULATED);
+    assert_eq!(json["incomplete"], false);
+
+    let budget = dir.path().join("budget.toml");
+    std::fs::write(&budget, "[api.cuLaunchKernel]\nmax_per_run = 40000\n").unwrap();
+    let check = gpuspy_cmd(&["check", s(&out), "--budget", s(&budget)]);
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{text}");
+    assert!(text.lines().any(|l| l == note), "{text}");
+    let json: Value = serde_json::from_slice(
+        &gpuspy_cmd(&["check", s(&out), "--budget", s(&budget), "--json"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        (&json["simulated"], &json["incomplete"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
+    assert_eq!(json["notes"], serde_json::json!([SIMULATED]));
+
+    let recorded_check = gpuspy_cmd(&["check", s(&recorded), "--budget", s(&budget), "--json"]);
+    let json: Value = serde_json::from_slice(&recorded_check.stdout).unwrap();
+    assert_eq!(json.get("simulated"), None);
+    assert_eq!(json["notes"], serde_json::json!([]));
+}

@@ -545,6 +545,9 @@ fn overall_changes(base: &Side, new: &Side, o: &Options) -> Vec<Change> {
 
 #[derive(Serialize)]
 pub struct DiffReport {
+    /// Some run on either side called the fake driver. Absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub simulated: bool,
     pub base_runs: usize,
     pub new_runs: usize,
     /// Wall time, steady-state step time and time per phase kind (`overall_changes`).
@@ -611,7 +614,8 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
         Kind::Minor => 3,
         Kind::Unchanged => 4,
     });
-    let notes: Vec<String> = [("base", base_runs), ("new", new_runs)]
+    let simulated = analyse::simulated(base_runs.iter().chain(new_runs).map(|r| &r.analysed));
+    let incomplete: Vec<String> = [("base", base_runs), ("new", new_runs)]
         .iter()
         .flat_map(|(side, runs)| {
             runs.iter().filter_map(move |r| {
@@ -620,9 +624,10 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
         })
         .collect();
     DiffReport {
+        simulated: simulated.is_some(),
+        incomplete: !incomplete.is_empty(),
+        notes: simulated.into_iter().chain(incomplete).collect(),
         latencies: latency_pairs(&base, &new),
-        incomplete: !notes.is_empty(),
-        notes,
         base_runs: base_runs.len(),
         new_runs: new_runs.len(),
         overall,

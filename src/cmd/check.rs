@@ -295,41 +295,59 @@ pub fn evaluate(b: &Budget, a: &Analysed, run: &str) -> Vec<Case> {
 pub fn check(paths: &[PathBuf], budget: &Path, out: &Output) -> Result<bool> {
     let budget = load_budget(budget)?;
     let runs = analyse::runs(paths)?;
-    let mut notes = Vec::new();
+    let mut incomplete = Vec::new();
     let cases: Vec<Case> = runs
         .iter()
         .flat_map(|r| {
             let label = if runs.len() > 1 { r.name.as_str() } else { "" };
-            notes.extend(analyse::incomplete(&r.analysed, label));
+            incomplete.extend(analyse::incomplete(&r.analysed, label));
             evaluate(&budget, &r.analysed, label)
         })
         .collect();
-    report(&cases, &notes, out)
+    let simulated = analyse::simulated(runs.iter().map(|r| &r.analysed));
+    report(&cases, simulated, &incomplete, out)
 }
 
 /// `gpuspy run --check`: the run just made, against the budget (loaded before the run).
 pub fn check_profile(analysed: &Analysed, budget: &Budget, out: &Output) -> Result<bool> {
-    let notes: Vec<String> = analyse::incomplete(analysed, "").into_iter().collect();
-    report(&evaluate(budget, analysed, ""), &notes, out)
+    let incomplete: Vec<String> = analyse::incomplete(analysed, "").into_iter().collect();
+    let simulated = analyse::simulated(std::iter::once(analysed));
+    report(&evaluate(budget, analysed, ""), simulated, &incomplete, out)
 }
 
-fn report(cases: &[Case], notes: &[String], out: &Output) -> Result<bool> {
+/// Emits the cases with their notes: the SIMULATED line first, then what the shim did not
+/// record.
+fn report(
+    cases: &[Case],
+    simulated: Option<String>,
+    incomplete: &[String],
+    out: &Output,
+) -> Result<bool> {
+    let is_simulated = simulated.is_some();
+    let notes: Vec<String> = simulated
+        .into_iter()
+        .chain(incomplete.iter().cloned())
+        .collect();
     Gate {
         tool: "gpuspy check",
         cases,
-        notes,
+        notes: &notes,
     }
     .emit(out)?;
     let failed = cases.iter().filter(|c| !c.passed).count();
     if let Some(to) = &out.json {
-        to.write(&serde_json::json!({
+        let mut json = serde_json::json!({
             "failed": failed,
             "cases": cases,
-            "incomplete": !notes.is_empty(),
+            "incomplete": !incomplete.is_empty(),
             "notes": notes,
-        }))?;
+        });
+        if is_simulated {
+            json["simulated"] = true.into();
+        }
+        to.write(&json)?;
     } else {
-        for note in notes {
+        for note in &notes {
             println!("note: {}", Escaped(note));
         }
         for c in cases {

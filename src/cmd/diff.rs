@@ -130,6 +130,7 @@ mod tests {
             overall: vec![change("wall time per run", Kind::Improvement)],
             regressions: 1,
             changes: vec![change("cuLaunchKernel p50", Kind::Regression)],
+            simulated: false,
             incomplete: false,
             notes: Vec::new(),
             latencies: Vec::new(),
