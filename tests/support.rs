@@ -115,36 +115,25 @@ pub fn program(name: &str) -> PathBuf {
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("no program {name}.c"));
     let exe = a.bin_dir.join("test-programs").join(name);
-    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
-    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-O1", "-Wall", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg("-L")
-        .arg(&a.driver_dir)
-        .args(["-lcuda", "-lnccl", "-ldl", "-lpthread"])
-        // Only programs named cupti* load the fake CUPTI (from its folder, through their
-        // run path): in the others gpuspy finds none.
-        .args(
-            name.starts_with("cupti")
-                .then(|| {
-                    let dir = a.cupti_dir.display();
-                    [
-                        format!("-L{dir}"),
-                        "-lcupti".into(),
-                        format!("-Wl,-rpath,{dir}"),
-                    ]
-                })
-                .into_iter()
-                .flatten(),
-        )
-        .output()
-        .expect("a C compiler (cc) is needed for the integration tests");
-    assert!(
-        out.status.success(),
-        "cc {name}.c: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let driver = a.driver_dir.display();
+    let mut libs = vec![
+        format!("-L{driver}"),
+        "-lcuda".into(),
+        "-lnccl".into(),
+        "-ldl".into(),
+        "-lpthread".into(),
+    ];
+    // Only programs named cupti* load the fake CUPTI (from its folder, through their run
+    // path): in the others gpuspy finds none.
+    if name.starts_with("cupti") {
+        let dir = a.cupti_dir.display();
+        libs.extend([
+            format!("-L{dir}"),
+            "-lcupti".into(),
+            format!("-Wl,-rpath,{dir}"),
+        ]);
+    }
+    compile(&src, &exe, &libs);
     built.insert(name.to_string(), exe.clone());
     exe
 }
@@ -439,22 +428,30 @@ fn peak_rss() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let exe = artifacts().bin_dir.join("test-programs").join("peak_rss");
-            std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
             let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/peak_rss.c");
-            let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-                .args(["-O1", "-Wall", "-o"])
-                .arg(&exe)
-                .arg(&src)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            compile(&src, &exe, &[]);
             exe
         })
         .clone()
+}
+
+/// Compiles the C program `src` into `exe` with `$CC` (default `cc`) and the linker
+/// arguments `libs`, or fails the test with the compiler's message.
+fn compile(src: &Path, exe: &Path, libs: &[String]) {
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-Wall", "-o"])
+        .arg(exe)
+        .arg(src)
+        .args(libs)
+        .output()
+        .expect("a C compiler (cc) is needed for the integration tests");
+    assert!(
+        out.status.success(),
+        "cc {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Runs `cmd` to its end with its output captured, or fails the test if it takes longer
