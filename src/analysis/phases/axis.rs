@@ -113,6 +113,7 @@ fn job_phases(steady: &[(u64, u64)], start: u64, stop: u64) -> Vec<Phase> {
         name: None,
         start_unix_ns,
         end_unix_ns,
+        copies: None,
     };
     let Some((&(first, _), &(_, last))) = steady.first().zip(steady.last()) else {
         return vec![phase(PhaseKind::Startup, start, stop)];

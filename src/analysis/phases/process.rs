@@ -1,7 +1,9 @@
 //! One process's phases: its windows labelled (docs/diagnosis.md, "Phases"), and where
 //! its start-up time went.
 
-use super::phase::{stretch, Phase, PhaseKind, LOADING, PAUSE_MIN_NS};
+use super::phase::{
+    stretch, Phase, PhaseCopies, PhaseKind, COPY_BURST_MIN_NS, LOADING, PAUSE_MIN_NS,
+};
 use super::windows::{at, Windows};
 use crate::analysis::profile::{total, ProcessInfo};
 use gpuspy_format::timeline::Timeline;
@@ -186,11 +188,36 @@ fn labels(w: &Windows) -> Vec<Label> {
     // window is mostly what follows the loop, and teardown. A short loop's last window held
     // 16 of its usual 250 launches and the GPU's idle after the final sync, 15 % of the
     // steady state's recorded device time (bench/results/gpu-2026-12-01-run13-phases-6,
-    // sync-stalled). A slower stretch of several windows is the loop's.
-    if last > settled && labels[last] == Label::Steady && 2 * at(metric, last) < usual {
+    // sync-stalled). A slower stretch of several windows is the loop's. So is a window
+    // that spent a quarter of it or more blocked in copies, with more copies after it:
+    // the teardown's copies began in it. Lightning's `fit()` ended its short loop with a
+    // window of 186 launches (of the usual 310) and 36 ms of the 684 ms its host waited
+    // for the model's copy back (bench/results/gpu-2026-12-03-reallib-6, lightning-fit).
+    let teardown_copies =
+        4 * w.copy_blocked(last) >= w.len(last) && (last + 1..w.n).any(|i| w.copy_blocked(i) > 0);
+    if last > settled
+        && labels[last] == Label::Steady
+        && (2 * at(metric, last) < usual || teardown_copies)
+    {
         labels[last] = Label::Teardown;
     }
     labels
+}
+
+/// The one-off copies in `[start, end)`: those of the windows whose middle lies in it,
+/// where they blocked the host `COPY_BURST_MIN_NS` or more.
+fn copies(w: &Windows, start: u64, end: u64) -> Option<PhaseCopies> {
+    let mut c = PhaseCopies::default();
+    for i in (0..w.n).filter(|&i| {
+        let (a, b) = w.span(i);
+        (start..end).contains(&(a + (b - a) / 2))
+    }) {
+        let (htod, dtoh) = w.copied(i);
+        c.htod_bytes += htod;
+        c.dtoh_bytes += dtoh;
+        c.blocked_ns += w.copy_blocked(i);
+    }
+    (c.blocked_ns >= COPY_BURST_MIN_NS).then_some(c)
 }
 
 pub(super) fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
@@ -217,10 +244,14 @@ pub(super) fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
                 name,
                 start_unix_ns: start,
                 end_unix_ns: end,
+                copies: None,
             }),
         }
     }
     stretch(&mut phases, p.start_unix_ns, p.stop_unix_ns);
+    for ph in phases.iter_mut().filter(|ph| ph.kind != PhaseKind::Steady) {
+        ph.copies = copies(&w, ph.start_unix_ns, ph.end_unix_ns);
+    }
     let h = &t.host;
     let in_startup: Vec<usize> = (0..w.n).filter(|&i| labels[i] == Label::Startup).collect();
     let sum = |s: &[u64]| total(in_startup.iter().map(|&i| at(s, i)));

@@ -75,6 +75,9 @@ const LOOP: W = W {
     busy_ns: 6 * MS,
     idle_after_sync: 3 * MS,
     idle_host: MS,
+    copy_ns: 0,
+    htod_bytes: 0,
+    dtoh_bytes: 0,
 };
 const QUIET: W = W {
     launches: 0,
@@ -86,6 +89,9 @@ const QUIET: W = W {
     busy_ns: 0,
     idle_after_sync: 0,
     idle_host: 0,
+    copy_ns: 0,
+    htod_bytes: 0,
+    dtoh_bytes: 0,
 };
 
 #[test]
@@ -484,6 +490,13 @@ fn copies_between_steps_are_a_pause() {
             (PhaseKind::Steady, 350)
         ]
     );
+    // The checkpoint's copies are the pause's.
+    let copies: Vec<Option<u64>> = a
+        .phases
+        .iter()
+        .map(|p| p.copies.map(|c| c.blocked_ns))
+        .collect();
+    assert_eq!(copies, [None, Some(120 * MS), None]);
 }
 
 #[test]
@@ -513,6 +526,87 @@ fn copies_after_the_last_step_are_teardown() {
         starts(&a),
         [(PhaseKind::Steady, 0), (PhaseKind::Teardown, 240)]
     );
+}
+
+#[test]
+fn one_off_copies_are_their_phases_and_not_the_steady_states() {
+    const MIB: u64 = 1 << 20;
+    // Lightning's `fit()`: the model moved to the GPU with the first launches (2 windows
+    // of 1 launch, 6 ms blocked in pageable copies each), 20 loop windows, the window the
+    // loop ends in (its steps, then 3 ms of the copy back), and 5 windows of copies back
+    // to the host (8 ms blocked each).
+    let mut w = times(
+        2,
+        W {
+            launches: 1,
+            copy_ns: 6 * MS,
+            htod_bytes: 150 * MIB,
+            ..QUIET
+        },
+    );
+    w.extend(times(20, LOOP));
+    w.push(W {
+        copy_ns: 3 * MS,
+        dtoh_bytes: 50 * MIB,
+        ..LOOP
+    });
+    w.extend(times(
+        5,
+        W {
+            copy_ns: 8 * MS,
+            dtoh_bytes: 100 * MIB,
+            ..QUIET
+        },
+    ));
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert_eq!(
+        starts(&a),
+        [
+            (PhaseKind::Warmup, 0),
+            (PhaseKind::Steady, 20),
+            (PhaseKind::Teardown, 220)
+        ]
+    );
+    let copies: Vec<Option<PhaseCopies>> = a.phases.iter().map(|p| p.copies).collect();
+    assert_eq!(
+        copies,
+        [
+            Some(PhaseCopies {
+                htod_bytes: 300 * MIB,
+                dtoh_bytes: 0,
+                blocked_ns: 12 * MS
+            }),
+            None,
+            Some(PhaseCopies {
+                htod_bytes: 0,
+                dtoh_bytes: 550 * MIB,
+                blocked_ns: 43 * MS
+            }),
+        ]
+    );
+    // None of it is the steady state's.
+    let s = a.steady.unwrap();
+    assert_eq!(s.ns, 200 * MS);
+    assert_eq!(s.host.blocked_ns(&[SyncCause::PageableAsyncCopy]), 0);
+    assert_eq!(s.host.pageable_bytes, 0);
+    // Under a quarter of the last window blocked in copies (2 ms), it is the loop's.
+    w[22].copy_ns = 2 * MS;
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert_eq!(
+        starts(&a),
+        [
+            (PhaseKind::Warmup, 0),
+            (PhaseKind::Steady, 20),
+            (PhaseKind::Teardown, 230)
+        ]
+    );
+    assert_eq!(a.phases[2].copies.map(|c| c.blocked_ns), Some(40 * MS));
+    // Copies that blocked under `COPY_BURST_MIN_NS` in all are not named.
+    for x in &mut w[23..] {
+        x.copy_ns = MS;
+    }
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert_eq!(a.phases[2].copies, None);
 }
 
 #[test]
@@ -852,12 +946,9 @@ const DISPATCH: W = W {
     launches: 200,
     launch_ns: MS,
     driver_ns: MS,
-    module_ns: 0,
-    init_ns: 0,
-    blocked_ns: 0,
     busy_ns: 4 * MS,
-    idle_after_sync: 0,
     idle_host: 6 * MS,
+    ..QUIET
 };
 
 #[test]
