@@ -48,6 +48,9 @@ pub struct ProcessAxis {
     pub(super) steady: Vec<bool>,
     /// Its windows between start-up and teardown.
     pub(super) loop_windows: std::ops::Range<usize>,
+    /// Per window, whether the loop judged as a whole holds it (`as_whole_loop`); None
+    /// where its steady state is not short next to its warm-up.
+    pub(super) whole_loop: Option<Vec<bool>>,
 }
 
 impl ProcessAxis {
@@ -55,6 +58,62 @@ impl ProcessAxis {
     pub fn is_steady(&self, w: usize) -> bool {
         self.steady.get(w) == Some(&true)
     }
+
+    /// This process judged over its loop as a whole, where its steady state is short next
+    /// to its warm-up: the warm-up and the unnamed pauses without one-off copies are
+    /// steady too.
+    pub(super) fn as_whole_loop(&self) -> Option<ProcessAxis> {
+        let flags = self.whole_loop.clone()?;
+        let mut phases: Vec<Phase> = Vec::new();
+        for ph in &self.phases {
+            let mut ph = ph.clone();
+            if judged_whole(&ph) {
+                ph.kind = PhaseKind::Steady;
+                (ph.name, ph.copies) = (None, None);
+            }
+            match phases.last_mut() {
+                Some(last) if last.kind == PhaseKind::Steady && ph.kind == PhaseKind::Steady => {
+                    last.end_unix_ns = ph.end_unix_ns
+                }
+                _ => phases.push(ph),
+            }
+        }
+        Some(ProcessAxis {
+            phases,
+            steady: flags,
+            whole_loop: None,
+            ..self.clone()
+        })
+    }
+}
+
+/// Whether a phase of the loop counts when the loop is judged as a whole: the steady
+/// state, the warm-up, and the pauses that are neither named (module loading or JIT, an
+/// NVTX evaluation) nor one-off copies: the stretches a slow start leaves (a DataLoader's
+/// workers starting, the first batches awaited).
+fn judged_whole(ph: &Phase) -> bool {
+    match ph.kind {
+        PhaseKind::Steady | PhaseKind::Warmup => true,
+        PhaseKind::Pause => ph.name.is_none() && ph.copies.is_none(),
+        PhaseKind::Startup | PhaseKind::Teardown => false,
+    }
+}
+
+/// A steady state is short next to its warm-up when it lasts less than the loop's warm-up
+/// and unnamed pauses together (the phases `judged_whole` counts that are not steady):
+/// judged on its steady state alone, a 30-step run whose first seconds starve would lose
+/// them.
+pub fn short_next_to_warmup(phases: &[Phase]) -> bool {
+    let length = |steady: bool| {
+        total(
+            phases
+                .iter()
+                .filter(|ph| judged_whole(ph) && (ph.kind == PhaseKind::Steady) == steady)
+                .map(|ph| ph.end_unix_ns - ph.start_unix_ns),
+        )
+    };
+    let steady = length(true);
+    steady > 0 && steady < length(false)
 }
 
 /// Whether a timeline shows GPU work: a kernel or graph launch, or GPU busy time.
@@ -267,7 +326,20 @@ pub(super) fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
         other_driver_ns: driver_ns.saturating_sub(init_ns + module_ns),
         outside_driver_ns: ns.saturating_sub(driver_ns),
     };
+    // The windows the loop judged as a whole holds: those in its phases that count.
+    let whole_loop = short_next_to_warmup(&phases).then(|| {
+        (0..w.n)
+            .map(|i| {
+                let (a, b) = w.span(i);
+                let middle = a + (b - a) / 2;
+                phases.iter().any(|ph| {
+                    judged_whole(ph) && (ph.start_unix_ns..ph.end_unix_ns).contains(&middle)
+                })
+            })
+            .collect()
+    });
     Some(ProcessAxis {
+        whole_loop,
         steady: labels.iter().map(|l| *l == Label::Steady).collect(),
         loop_windows: labels
             .iter()

@@ -610,6 +610,106 @@ fn one_off_copies_are_their_phases_and_not_the_steady_states() {
 }
 
 #[test]
+fn a_steady_state_is_short_next_to_warm_up_under_its_warm_up_and_unnamed_pauses() {
+    let phase = |kind, name: Option<&str>, ms: u64, copies| Phase {
+        kind,
+        name: name.map(str::to_string),
+        start_unix_ns: T0,
+        end_unix_ns: T0 + ms * MS,
+        copies,
+    };
+    let burst = Some(PhaseCopies {
+        blocked_ns: 20 * MS,
+        ..PhaseCopies::default()
+    });
+    // Start-up and teardown count for neither side.
+    let edges = [
+        phase(PhaseKind::Startup, None, 9_000, None),
+        phase(PhaseKind::Teardown, None, 9_000, None),
+    ];
+    let with = |steady_ms: u64, others: &[Phase]| {
+        let mut phases = edges.to_vec();
+        phases.push(phase(PhaseKind::Steady, None, steady_ms, None));
+        phases.extend_from_slice(others);
+        short_next_to_warmup(&phases)
+    };
+    let loop_start = [
+        phase(PhaseKind::Warmup, None, 300, None),
+        phase(PhaseKind::Pause, None, 400, None),
+    ];
+    // 699 ms of steady state against 700 ms of warm-up and unnamed pause: short.
+    assert!(with(699, &loop_start));
+    assert!(!with(700, &loop_start));
+    // Named pauses (loading, JIT, an NVTX evaluation) and one-off copies are neither.
+    let named = [
+        phase(PhaseKind::Warmup, None, 300, None),
+        phase(PhaseKind::Pause, Some(LOADING), 4_000, None),
+        phase(PhaseKind::Pause, None, 4_000, burst),
+    ];
+    assert!(!with(300, &named));
+    assert!(with(299, &named));
+    // Without a steady state there is nothing short.
+    assert!(!with(0, &loop_start));
+}
+
+#[test]
+fn the_whole_loop_holds_the_warm_up_and_unnamed_pauses_where_the_steady_state_is_short() {
+    // 5 loop windows, a 300 ms wait (the host at work), 5 loop windows, a 300 ms gap in
+    // which the host copies (a checkpoint: blocked 2 ms a window), 5 loop windows.
+    let wait = W {
+        idle_host: 10 * MS,
+        ..QUIET
+    };
+    let mut w = times(5, LOOP);
+    w.extend(times(30, wait));
+    w.extend(times(5, LOOP));
+    w.extend(times(
+        30,
+        W {
+            copy_ns: 2 * MS,
+            ..wait
+        },
+    ));
+    w.extend(times(5, LOOP));
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert_eq!(
+        starts(&a),
+        [
+            (PhaseKind::Steady, 0),
+            (PhaseKind::Pause, 50),
+            (PhaseKind::Steady, 350),
+            (PhaseKind::Pause, 400),
+            (PhaseKind::Steady, 700)
+        ]
+    );
+    // 150 ms steady against a 300 ms unnamed pause: the loop is judged whole too, the
+    // wait in it and the checkpoint not.
+    let whole = a.whole_loop.as_deref().unwrap();
+    assert_eq!(
+        starts(whole),
+        [
+            (PhaseKind::Steady, 0),
+            (PhaseKind::Pause, 400),
+            (PhaseKind::Steady, 700)
+        ]
+    );
+    assert!(whole.whole_loop.is_none());
+    let (steady, over_loop) = (a.steady.unwrap(), whole.steady.clone().unwrap());
+    assert_eq!((steady.ns, over_loop.ns), (150 * MS, 450 * MS));
+    // The wait's idle is the loop's host work: 300 ms, with the loop windows' 1 ms each
+    // but the two beside the checkpoint (its edges); the steady state also leaves out the
+    // two beside the wait.
+    let host = |s: &SteadyState| s.gpu.as_ref().unwrap().idle[&IdleKind::Host];
+    assert_eq!(host(&over_loop), 300 * MS + 13 * MS);
+    assert_eq!(host(&steady), 11 * MS);
+    // A long steady state is judged alone.
+    let mut long = w.clone();
+    long.extend(times(40, LOOP));
+    let a = time_axis(&profile(timeline(&long, true))).unwrap();
+    assert!(a.whole_loop.is_none());
+}
+
+#[test]
 fn a_last_window_below_half_the_usual_rate_is_where_the_loop_ended() {
     // 20 loop windows of 20 launches, then one of 9 (the loop ended in it): teardown.
     let mut w = times(20, LOOP);
