@@ -183,10 +183,12 @@ fn labels(w: &Windows) -> Vec<Label> {
     let length = |(a, b): (usize, usize)| total((a..=b).map(|i| w.len(i)));
     // Module loading in the gap or as work resumes: a JIT compile (host time that ends in a
     // load) or lazy loading. Loading that took most of the gap names it; one that only ends
-    // it names a few long gaps. Many long gaps that each end in a load are the loop's own
-    // waits: a DataLoader that cannot keep up with a ResNet-50 left 56 gaps of 0.4-1.1 s,
-    // each ended by cuDNN's lazy loading of a kernel, 9.1 s of "pauses" against 0.45 s of
-    // loading in the whole run (bench/results/gpu-2026-12-03-reallib-5-long, loader-slow).
+    // it names a few long gaps (a compile: the host's work, then its module loaded). Many
+    // long gaps that each end in a load are the loop's own waits: a DataLoader that cannot
+    // keep up with a ResNet-50 left 56 gaps of 0.4-1.1 s, each ended by cuDNN's lazy
+    // loading of a kernel, 9.1 s of "pauses" against 0.45 s of loading in the whole run
+    // (bench/results/gpu-2026-12-03-reallib-5-long, loader-slow). A gap shorter than a
+    // pause is the loop's unless loading took most of it.
     let module_ns = |(a, b): (usize, usize)| total((a..=b + 1).map(|i| at(&h.module_ns, i)));
     let ends_in_load = |g: (usize, usize)| module_ns(g) > 0;
     let rare_loads = gaps
@@ -196,7 +198,7 @@ fn labels(w: &Windows) -> Vec<Label> {
         <= RARE_GAPS;
     let loads = |g: (usize, usize)| {
         2 * module_ns(g) >= length(g)
-            || (ends_in_load(g) && (rare_loads || length(g) < PAUSE_MIN_NS))
+            || (ends_in_load(g) && rare_loads && length(g) >= PAUSE_MIN_NS)
     };
     let long: Vec<(usize, usize)> = gaps
         .iter()

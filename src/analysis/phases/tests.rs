@@ -710,6 +710,57 @@ fn the_whole_loop_holds_the_warm_up_and_unnamed_pauses_where_the_steady_state_is
 }
 
 #[test]
+fn a_pause_is_named_loading_only_where_loading_or_a_compile_ending_in_one_took_it() {
+    // `count` gaps of `gap` windows (the host at work, the GPU idle), each window of them
+    // with `loading` ns of module loading, each gap ended by a window of the loop that
+    // loads `ends` ns, between stretches of 10 loop windows: the pauses' names.
+    let names = |count: usize, gap: usize, loading: u64, ends: u64| {
+        let mut w = times(10, LOOP);
+        for _ in 0..count {
+            w.extend(times(
+                gap,
+                W {
+                    module_ns: loading,
+                    idle_host: 10 * MS - loading,
+                    ..QUIET
+                },
+            ));
+            w.push(W {
+                module_ns: ends,
+                ..LOOP
+            });
+            w.extend(times(9, LOOP));
+        }
+        let a = time_axis(&profile(timeline(&w, true))).unwrap();
+        let pauses: Vec<Option<String>> = (a.phases.iter())
+            .filter(|p| p.kind == PhaseKind::Pause)
+            .map(|p| p.name.clone())
+            .collect();
+        pauses
+    };
+    let loading = || Some(LOADING.to_string());
+    // Loading took most of the gap (6 of each 10 ms): loading, however many such gaps.
+    assert_eq!(names(1, 30, 6 * MS, 0), [loading()]);
+    assert_eq!(names(6, 30, 6 * MS, 0), vec![loading(); 6]);
+    // Host work ended by a load (a JIT compile: Inductor or Triton compiling, then the
+    // module loaded), in at most `RARE_GAPS` such gaps: loading.
+    assert_eq!(names(1, 30, 0, MS), [loading()]);
+    assert_eq!(names(4, 30, 0, MS), vec![loading(); 4]);
+    // Five or more: the loop's own waits (cuDNN's lazy loading ends each wait for a
+    // batch), not compiles, and they recur: no pause at all.
+    assert_eq!(names(5, 30, 0, MS), []);
+    // Loading under half of each such gap (2 of 10 ms) does not name them either.
+    assert_eq!(names(5, 30, 2 * MS, 0), []);
+    // A gap shorter than a pause is the loop's unless loading took most of it.
+    assert_eq!(names(6, 5, 0, MS), []);
+    assert_eq!(names(1, 5, 0, MS), []);
+    assert_eq!(names(6, 5, 6 * MS, 0), vec![loading(); 6]);
+    // Without a load: a pause without a name, or, short, the loop's own.
+    assert_eq!(names(1, 30, 0, 0), [None]);
+    assert_eq!(names(6, 5, 0, 0), []);
+}
+
+#[test]
 fn a_last_window_below_half_the_usual_rate_is_where_the_loop_ended() {
     // 20 loop windows of 20 launches, then one of 9 (the loop ended in it): teardown.
     let mut w = times(20, LOOP);
