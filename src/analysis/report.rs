@@ -9,7 +9,8 @@ use crate::analysis::collectives::{collectives, link_peak};
 use crate::analysis::diagnose::LayerStatus;
 use crate::analysis::gpm::{GpmShares, GpuUse};
 use crate::analysis::phases::{
-    IdleKind, Phase, PhaseKind, RecordsMissing, Startup, SteadyState, Step, HOST_BLOCKED_CAUSES,
+    IdleKind, Phase, PhaseCopies, PhaseKind, RecordsMissing, Startup, SteadyState, Step,
+    HOST_BLOCKED_CAUSES,
 };
 use crate::analysis::profile::{Api, Latency, ProcessInfo};
 use crate::analysis::rule::Finding;
@@ -182,6 +183,9 @@ pub struct PhaseRow {
     pub end_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Its one-off copies (a model moved, a checkpoint), outside the steady state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copies: Option<PhaseCopies>,
 }
 
 impl PhaseRow {
@@ -191,6 +195,7 @@ impl PhaseRow {
             start_ns: p.start_unix_ns.saturating_sub(origin),
             end_ns: p.end_unix_ns.saturating_sub(origin),
             name: p.name.clone(),
+            copies: p.copies,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! layout (`numbers` below checks that).
 
 use crate::analysis::gpm::GpuUse;
-use crate::analysis::phases::StepSource;
+use crate::analysis::phases::{PhaseCopies, StepSource};
 use crate::analysis::report::{
     ActivityFigures, DeviceFigures, LatencyRow, ProcessRow, Report, SIMULATED,
 };
@@ -195,15 +195,17 @@ fn phases(out: &mut String, r: &Report) {
     }
     let _ = writeln!(out, "\nPhases (from the first process start)");
     for ph in r.phases.iter().take(PHASES_SHOWN) {
+        let labels: Vec<String> = (ph.name.as_deref().map(|n| Escaped(n).to_string()))
+            .into_iter()
+            .chain(ph.copies.as_ref().map(phase_copies))
+            .collect();
         let _ = writeln!(
             out,
             "  {:<9} {:>10} to {:<10}{}",
             ph.kind.name(),
             duration(ph.start_ns),
             duration(ph.end_ns),
-            ph.name
-                .as_deref()
-                .map_or_else(String::new, |n| format!("  {}", Escaped(n)))
+            labels.iter().map(|l| format!("  {l}")).collect::<String>()
         );
     }
     if r.phases.len() > PHASES_SHOWN {
@@ -291,6 +293,25 @@ fn phases(out: &mut String, r: &Report) {
         );
     }
     let _ = writeln!(out, "{line}");
+}
+
+/// A phase's one-off copies: what they moved and the host's wait, said to be outside the
+/// steady state the findings judge. A direction that moved under 1 MiB (a loss read back)
+/// is left out.
+fn phase_copies(c: &PhaseCopies) -> String {
+    let moved: Vec<String> = [
+        (c.htod_bytes, "to the device"),
+        (c.dtoh_bytes, "to the host"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n >= 1 << 20)
+    .map(|(n, to)| format!("{} {to}, ", bytes(*n)))
+    .collect();
+    format!(
+        "one-off copies: {}the host blocked {} in them (not part of the steady state)",
+        moved.concat(),
+        duration(c.blocked_ns)
+    )
 }
 
 /// What the program's NVTX ranges gave the phases.

@@ -13,6 +13,10 @@ pub struct TimeAxis {
     pub processes: Vec<Option<ProcessAxis>>,
     pub phases: Vec<Phase>,
     pub steady: Option<SteadyState>,
+    /// The same axis with the loop judged as a whole, where a process that did GPU work
+    /// has a steady state short next to its warm-up (`short_next_to_warmup`): its warm-up
+    /// and unnamed pauses are steady there. The rules judge both (`diagnose`).
+    pub whole_loop: Option<Box<TimeAxis>>,
 }
 
 impl TimeAxis {
@@ -36,6 +40,24 @@ pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
     if processes.iter().all(Option::is_none) {
         return None;
     }
+    let short = (processes.iter().flatten()).any(|a| a.gpu_work && a.whole_loop.is_some());
+    let whole_loop = short.then(|| {
+        let whole: Vec<Option<ProcessAxis>> = (processes.iter())
+            .map(|a| {
+                a.as_ref()
+                    .map(|a| a.as_whole_loop().unwrap_or_else(|| a.clone()))
+            })
+            .collect();
+        Box::new(axis_of(p, whole))
+    });
+    Some(TimeAxis {
+        whole_loop,
+        ..axis_of(p, processes)
+    })
+}
+
+/// The time axis made of these processes' phases (without `whole_loop`).
+fn axis_of(p: &Profile, processes: Vec<Option<ProcessAxis>>) -> TimeAxis {
     // A launcher's agent or a compile worker makes driver calls but no GPU work: it never
     // holds the job back.
     let working: Vec<&ProcessAxis> = processes.iter().flatten().filter(|a| a.gpu_work).collect();
@@ -75,11 +97,12 @@ pub fn time_axis(p: &Profile) -> Option<TimeAxis> {
     // or ranks run one after another) are each judged on their own steady state.
     let clip = (steady_spans.len() > 1 && !together.is_empty()).then_some(&together[..]);
     let steady = (!steady_spans.is_empty()).then(|| steady_state(p, &processes, clip));
-    Some(TimeAxis {
+    TimeAxis {
         processes,
         phases,
         steady,
-    })
+        whole_loop: None,
+    }
 }
 
 /// The `[start, end)` spans of the phases of one kind.
@@ -113,6 +136,7 @@ fn job_phases(steady: &[(u64, u64)], start: u64, stop: u64) -> Vec<Phase> {
         name: None,
         start_unix_ns,
         end_unix_ns,
+        copies: None,
     };
     let Some((&(first, _), &(_, last))) = steady.first().zip(steady.last()) else {
         return vec![phase(PhaseKind::Startup, start, stop)];

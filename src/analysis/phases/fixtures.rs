@@ -3,8 +3,10 @@
 use super::axis::time_axis;
 use super::steady::SteadyState;
 use crate::analysis::profile::Profile;
-use gpuspy_format::timeline::{CauseSeries, DeviceWindows, IdleCause, IdleSeries, Timeline};
-use gpuspy_format::SyncCause;
+use gpuspy_format::timeline::{
+    CauseSeries, CopySeries, DeviceWindows, IdleCause, IdleSeries, Timeline,
+};
+use gpuspy_format::{Direction, HostKind, SyncCause};
 
 pub const MS: u64 = 1_000_000;
 /// The timelines' window 0 starts here.
@@ -22,6 +24,10 @@ pub struct W {
     pub busy_ns: u64,
     pub idle_after_sync: u64,
     pub idle_host: u64,
+    /// Host time blocked in async copies from pageable memory, and the bytes they moved.
+    pub copy_ns: u64,
+    pub htod_bytes: u64,
+    pub dtoh_bytes: u64,
 }
 
 /// `n` copies of `w`.
@@ -56,6 +62,25 @@ pub fn timeline(windows: &[W], gpu: bool) -> Timeline {
         cause: SyncCause::Explicit,
         ns: col(|w| w.blocked_ns),
     }];
+    // The copies' series only where a window copied, as the shim writes them.
+    if windows.iter().any(|w| w.copy_ns > 0) {
+        t.host.blocked_ns.push(CauseSeries {
+            cause: SyncCause::PageableAsyncCopy,
+            ns: col(|w| w.copy_ns),
+        });
+    }
+    for (direction, bytes) in [
+        (Direction::HtoD, col(|w| w.htod_bytes)),
+        (Direction::DtoH, col(|w| w.dtoh_bytes)),
+    ] {
+        if bytes.iter().any(|&b| b > 0) {
+            t.host.copy_bytes.push(CopySeries {
+                direction,
+                host: HostKind::Pageable,
+                bytes,
+            });
+        }
+    }
     if gpu {
         t.devices = vec![DeviceWindows {
             observed_ns: vec![10 * MS; windows.len()],

@@ -32,6 +32,21 @@ impl PhaseKind {
     }
 }
 
+/// Copies outside the steady state that blocked the host at least this long are a phase's
+/// one-off copies (`Phase::copies`): a model moved to the GPU, a checkpoint, a model moved
+/// back to the host. A tenth of a pause: a loss read back now and then blocks microseconds.
+pub const COPY_BURST_MIN_NS: u64 = PAUSE_MIN_NS / 10;
+
+/// The one-off copies of a phase outside the steady state: what they moved and how long
+/// the host waited in them. They are this phase's cost, not a share of the steady state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PhaseCopies {
+    pub htod_bytes: u64,
+    pub dtoh_bytes: u64,
+    /// Host time blocked in synchronous copies and in async copies from pageable memory.
+    pub blocked_ns: u64,
+}
+
 /// One phase, in Unix ns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Phase {
@@ -39,6 +54,9 @@ pub struct Phase {
     pub name: Option<String>,
     pub start_unix_ns: u64,
     pub end_unix_ns: u64,
+    /// Its one-off copies, where they blocked the host `COPY_BURST_MIN_NS` or more (never
+    /// in a steady phase); None in a job's phases made from several processes'.
+    pub copies: Option<PhaseCopies>,
 }
 
 /// Stretches `phases` over `[start, stop)`: start-up from `start`, teardown (or the
@@ -50,6 +68,7 @@ pub(super) fn stretch(phases: &mut Vec<Phase>, start: u64, stop: u64) {
         name: None,
         start_unix_ns,
         end_unix_ns,
+        copies: None,
     };
     match phases.first_mut() {
         Some(f) if f.kind == PhaseKind::Startup => f.start_unix_ns = start,

@@ -1,7 +1,9 @@
 //! One process's phases: its windows labelled (docs/diagnosis.md, "Phases"), and where
 //! its start-up time went.
 
-use super::phase::{stretch, Phase, PhaseKind, LOADING, PAUSE_MIN_NS};
+use super::phase::{
+    stretch, Phase, PhaseCopies, PhaseKind, COPY_BURST_MIN_NS, LOADING, PAUSE_MIN_NS,
+};
 use super::windows::{at, Windows};
 use crate::analysis::profile::{total, ProcessInfo};
 use gpuspy_format::timeline::Timeline;
@@ -46,6 +48,9 @@ pub struct ProcessAxis {
     pub(super) steady: Vec<bool>,
     /// Its windows between start-up and teardown.
     pub(super) loop_windows: std::ops::Range<usize>,
+    /// Per window, whether the loop judged as a whole holds it (`as_whole_loop`); None
+    /// where its steady state is not short next to its warm-up.
+    pub(super) whole_loop: Option<Vec<bool>>,
 }
 
 impl ProcessAxis {
@@ -53,6 +58,62 @@ impl ProcessAxis {
     pub fn is_steady(&self, w: usize) -> bool {
         self.steady.get(w) == Some(&true)
     }
+
+    /// This process judged over its loop as a whole, where its steady state is short next
+    /// to its warm-up: the warm-up and the unnamed pauses without one-off copies are
+    /// steady too.
+    pub(super) fn as_whole_loop(&self) -> Option<ProcessAxis> {
+        let flags = self.whole_loop.clone()?;
+        let mut phases: Vec<Phase> = Vec::new();
+        for ph in &self.phases {
+            let mut ph = ph.clone();
+            if judged_whole(&ph) {
+                ph.kind = PhaseKind::Steady;
+                (ph.name, ph.copies) = (None, None);
+            }
+            match phases.last_mut() {
+                Some(last) if last.kind == PhaseKind::Steady && ph.kind == PhaseKind::Steady => {
+                    last.end_unix_ns = ph.end_unix_ns
+                }
+                _ => phases.push(ph),
+            }
+        }
+        Some(ProcessAxis {
+            phases,
+            steady: flags,
+            whole_loop: None,
+            ..self.clone()
+        })
+    }
+}
+
+/// Whether a phase of the loop counts when the loop is judged as a whole: the steady
+/// state, the warm-up, and the pauses that are neither named (module loading or JIT, an
+/// NVTX evaluation) nor one-off copies: the stretches a slow start leaves (a DataLoader's
+/// workers starting, the first batches awaited).
+fn judged_whole(ph: &Phase) -> bool {
+    match ph.kind {
+        PhaseKind::Steady | PhaseKind::Warmup => true,
+        PhaseKind::Pause => ph.name.is_none() && ph.copies.is_none(),
+        PhaseKind::Startup | PhaseKind::Teardown => false,
+    }
+}
+
+/// A steady state is short next to its warm-up when it lasts less than the loop's warm-up
+/// and unnamed pauses together (the phases `judged_whole` counts that are not steady):
+/// judged on its steady state alone, a 30-step run whose first seconds starve would lose
+/// them.
+pub fn short_next_to_warmup(phases: &[Phase]) -> bool {
+    let length = |steady: bool| {
+        total(
+            phases
+                .iter()
+                .filter(|ph| judged_whole(ph) && (ph.kind == PhaseKind::Steady) == steady)
+                .map(|ph| ph.end_unix_ns - ph.start_unix_ns),
+        )
+    };
+    let steady = length(true);
+    steady > 0 && steady < length(false)
 }
 
 /// Whether a timeline shows GPU work: a kernel or graph launch, or GPU busy time.
@@ -122,10 +183,12 @@ fn labels(w: &Windows) -> Vec<Label> {
     let length = |(a, b): (usize, usize)| total((a..=b).map(|i| w.len(i)));
     // Module loading in the gap or as work resumes: a JIT compile (host time that ends in a
     // load) or lazy loading. Loading that took most of the gap names it; one that only ends
-    // it names a few long gaps. Many long gaps that each end in a load are the loop's own
-    // waits: a DataLoader that cannot keep up with a ResNet-50 left 56 gaps of 0.4-1.1 s,
-    // each ended by cuDNN's lazy loading of a kernel, 9.1 s of "pauses" against 0.45 s of
-    // loading in the whole run (bench/results/gpu-2026-12-03-reallib-5-long, loader-slow).
+    // it names a few long gaps (a compile: the host's work, then its module loaded). Many
+    // long gaps that each end in a load are the loop's own waits: a DataLoader that cannot
+    // keep up with a ResNet-50 left 56 gaps of 0.4-1.1 s, each ended by cuDNN's lazy
+    // loading of a kernel, 9.1 s of "pauses" against 0.45 s of loading in the whole run
+    // (bench/results/gpu-2026-12-03-reallib-5-long, loader-slow). A gap shorter than a
+    // pause is the loop's unless loading took most of it.
     let module_ns = |(a, b): (usize, usize)| total((a..=b + 1).map(|i| at(&h.module_ns, i)));
     let ends_in_load = |g: (usize, usize)| module_ns(g) > 0;
     let rare_loads = gaps
@@ -135,7 +198,7 @@ fn labels(w: &Windows) -> Vec<Label> {
         <= RARE_GAPS;
     let loads = |g: (usize, usize)| {
         2 * module_ns(g) >= length(g)
-            || (ends_in_load(g) && (rare_loads || length(g) < PAUSE_MIN_NS))
+            || (ends_in_load(g) && rare_loads && length(g) >= PAUSE_MIN_NS)
     };
     let long: Vec<(usize, usize)> = gaps
         .iter()
@@ -186,11 +249,36 @@ fn labels(w: &Windows) -> Vec<Label> {
     // window is mostly what follows the loop, and teardown. A short loop's last window held
     // 16 of its usual 250 launches and the GPU's idle after the final sync, 15 % of the
     // steady state's recorded device time (bench/results/gpu-2026-12-01-run13-phases-6,
-    // sync-stalled). A slower stretch of several windows is the loop's.
-    if last > settled && labels[last] == Label::Steady && 2 * at(metric, last) < usual {
+    // sync-stalled). A slower stretch of several windows is the loop's. So is a window
+    // that spent a quarter of it or more blocked in copies, with more copies after it:
+    // the teardown's copies began in it. Lightning's `fit()` ended its short loop with a
+    // window of 186 launches (of the usual 310) and 36 ms of the 684 ms its host waited
+    // for the model's copy back (bench/results/gpu-2026-12-03-reallib-6, lightning-fit).
+    let teardown_copies =
+        4 * w.copy_blocked(last) >= w.len(last) && (last + 1..w.n).any(|i| w.copy_blocked(i) > 0);
+    if last > settled
+        && labels[last] == Label::Steady
+        && (2 * at(metric, last) < usual || teardown_copies)
+    {
         labels[last] = Label::Teardown;
     }
     labels
+}
+
+/// The one-off copies in `[start, end)`: those of the windows whose middle lies in it,
+/// where they blocked the host `COPY_BURST_MIN_NS` or more.
+fn copies(w: &Windows, start: u64, end: u64) -> Option<PhaseCopies> {
+    let mut c = PhaseCopies::default();
+    for i in (0..w.n).filter(|&i| {
+        let (a, b) = w.span(i);
+        (start..end).contains(&(a + (b - a) / 2))
+    }) {
+        let (htod, dtoh) = w.copied(i);
+        c.htod_bytes += htod;
+        c.dtoh_bytes += dtoh;
+        c.blocked_ns += w.copy_blocked(i);
+    }
+    (c.blocked_ns >= COPY_BURST_MIN_NS).then_some(c)
 }
 
 pub(super) fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
@@ -217,10 +305,14 @@ pub(super) fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
                 name,
                 start_unix_ns: start,
                 end_unix_ns: end,
+                copies: None,
             }),
         }
     }
     stretch(&mut phases, p.start_unix_ns, p.stop_unix_ns);
+    for ph in phases.iter_mut().filter(|ph| ph.kind != PhaseKind::Steady) {
+        ph.copies = copies(&w, ph.start_unix_ns, ph.end_unix_ns);
+    }
     let h = &t.host;
     let in_startup: Vec<usize> = (0..w.n).filter(|&i| labels[i] == Label::Startup).collect();
     let sum = |s: &[u64]| total(in_startup.iter().map(|&i| at(s, i)));
@@ -236,7 +328,20 @@ pub(super) fn process_axis(p: &ProcessInfo) -> Option<ProcessAxis> {
         other_driver_ns: driver_ns.saturating_sub(init_ns + module_ns),
         outside_driver_ns: ns.saturating_sub(driver_ns),
     };
+    // The windows the loop judged as a whole holds: those in its phases that count.
+    let whole_loop = short_next_to_warmup(&phases).then(|| {
+        (0..w.n)
+            .map(|i| {
+                let (a, b) = w.span(i);
+                let middle = a + (b - a) / 2;
+                phases.iter().any(|ph| {
+                    judged_whole(ph) && (ph.start_unix_ns..ph.end_unix_ns).contains(&middle)
+                })
+            })
+            .collect()
+    });
     Some(ProcessAxis {
+        whole_loop,
         steady: labels.iter().map(|l| *l == Label::Steady).collect(),
         loop_windows: labels
             .iter()

@@ -75,6 +75,9 @@ const LOOP: W = W {
     busy_ns: 6 * MS,
     idle_after_sync: 3 * MS,
     idle_host: MS,
+    copy_ns: 0,
+    htod_bytes: 0,
+    dtoh_bytes: 0,
 };
 const QUIET: W = W {
     launches: 0,
@@ -86,6 +89,9 @@ const QUIET: W = W {
     busy_ns: 0,
     idle_after_sync: 0,
     idle_host: 0,
+    copy_ns: 0,
+    htod_bytes: 0,
+    dtoh_bytes: 0,
 };
 
 #[test]
@@ -484,6 +490,13 @@ fn copies_between_steps_are_a_pause() {
             (PhaseKind::Steady, 350)
         ]
     );
+    // The checkpoint's copies are the pause's.
+    let copies: Vec<Option<u64>> = a
+        .phases
+        .iter()
+        .map(|p| p.copies.map(|c| c.blocked_ns))
+        .collect();
+    assert_eq!(copies, [None, Some(120 * MS), None]);
 }
 
 #[test]
@@ -513,6 +526,238 @@ fn copies_after_the_last_step_are_teardown() {
         starts(&a),
         [(PhaseKind::Steady, 0), (PhaseKind::Teardown, 240)]
     );
+}
+
+#[test]
+fn one_off_copies_are_their_phases_and_not_the_steady_states() {
+    const MIB: u64 = 1 << 20;
+    // Lightning's `fit()`: the model moved to the GPU with the first launches (2 windows
+    // of 1 launch, 6 ms blocked in pageable copies each), 20 loop windows, the window the
+    // loop ends in (its steps, then 3 ms of the copy back), and 5 windows of copies back
+    // to the host (8 ms blocked each).
+    let mut w = times(
+        2,
+        W {
+            launches: 1,
+            copy_ns: 6 * MS,
+            htod_bytes: 150 * MIB,
+            ..QUIET
+        },
+    );
+    w.extend(times(20, LOOP));
+    w.push(W {
+        copy_ns: 3 * MS,
+        dtoh_bytes: 50 * MIB,
+        ..LOOP
+    });
+    w.extend(times(
+        5,
+        W {
+            copy_ns: 8 * MS,
+            dtoh_bytes: 100 * MIB,
+            ..QUIET
+        },
+    ));
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert_eq!(
+        starts(&a),
+        [
+            (PhaseKind::Warmup, 0),
+            (PhaseKind::Steady, 20),
+            (PhaseKind::Teardown, 220)
+        ]
+    );
+    let copies: Vec<Option<PhaseCopies>> = a.phases.iter().map(|p| p.copies).collect();
+    assert_eq!(
+        copies,
+        [
+            Some(PhaseCopies {
+                htod_bytes: 300 * MIB,
+                dtoh_bytes: 0,
+                blocked_ns: 12 * MS
+            }),
+            None,
+            Some(PhaseCopies {
+                htod_bytes: 0,
+                dtoh_bytes: 550 * MIB,
+                blocked_ns: 43 * MS
+            }),
+        ]
+    );
+    // None of it is the steady state's.
+    let s = a.steady.unwrap();
+    assert_eq!(s.ns, 200 * MS);
+    assert_eq!(s.host.blocked_ns(&[SyncCause::PageableAsyncCopy]), 0);
+    assert_eq!(s.host.pageable_bytes, 0);
+    // Under a quarter of the last window blocked in copies (2 ms), it is the loop's.
+    w[22].copy_ns = 2 * MS;
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert_eq!(
+        starts(&a),
+        [
+            (PhaseKind::Warmup, 0),
+            (PhaseKind::Steady, 20),
+            (PhaseKind::Teardown, 230)
+        ]
+    );
+    assert_eq!(a.phases[2].copies.map(|c| c.blocked_ns), Some(40 * MS));
+    // Copies that blocked under `COPY_BURST_MIN_NS` in all are not named.
+    for x in &mut w[23..] {
+        x.copy_ns = MS;
+    }
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert_eq!(a.phases[2].copies, None);
+}
+
+#[test]
+fn a_steady_state_is_short_next_to_warm_up_under_its_warm_up_and_unnamed_pauses() {
+    let phase = |kind, name: Option<&str>, ms: u64, copies| Phase {
+        kind,
+        name: name.map(str::to_string),
+        start_unix_ns: T0,
+        end_unix_ns: T0 + ms * MS,
+        copies,
+    };
+    let burst = Some(PhaseCopies {
+        blocked_ns: 20 * MS,
+        ..PhaseCopies::default()
+    });
+    // Start-up and teardown count for neither side.
+    let edges = [
+        phase(PhaseKind::Startup, None, 9_000, None),
+        phase(PhaseKind::Teardown, None, 9_000, None),
+    ];
+    let with = |steady_ms: u64, others: &[Phase]| {
+        let mut phases = edges.to_vec();
+        phases.push(phase(PhaseKind::Steady, None, steady_ms, None));
+        phases.extend_from_slice(others);
+        short_next_to_warmup(&phases)
+    };
+    let loop_start = [
+        phase(PhaseKind::Warmup, None, 300, None),
+        phase(PhaseKind::Pause, None, 400, None),
+    ];
+    // 699 ms of steady state against 700 ms of warm-up and unnamed pause: short.
+    assert!(with(699, &loop_start));
+    assert!(!with(700, &loop_start));
+    // Named pauses (loading, JIT, an NVTX evaluation) and one-off copies are neither.
+    let named = [
+        phase(PhaseKind::Warmup, None, 300, None),
+        phase(PhaseKind::Pause, Some(LOADING), 4_000, None),
+        phase(PhaseKind::Pause, None, 4_000, burst),
+    ];
+    assert!(!with(300, &named));
+    assert!(with(299, &named));
+    // Without a steady state there is nothing short.
+    assert!(!with(0, &loop_start));
+}
+
+#[test]
+fn the_whole_loop_holds_the_warm_up_and_unnamed_pauses_where_the_steady_state_is_short() {
+    // 5 loop windows, a 300 ms wait (the host at work), 5 loop windows, a 300 ms gap in
+    // which the host copies (a checkpoint: blocked 2 ms a window), 5 loop windows.
+    let wait = W {
+        idle_host: 10 * MS,
+        ..QUIET
+    };
+    let mut w = times(5, LOOP);
+    w.extend(times(30, wait));
+    w.extend(times(5, LOOP));
+    w.extend(times(
+        30,
+        W {
+            copy_ns: 2 * MS,
+            ..wait
+        },
+    ));
+    w.extend(times(5, LOOP));
+    let a = time_axis(&profile(timeline(&w, true))).unwrap();
+    assert_eq!(
+        starts(&a),
+        [
+            (PhaseKind::Steady, 0),
+            (PhaseKind::Pause, 50),
+            (PhaseKind::Steady, 350),
+            (PhaseKind::Pause, 400),
+            (PhaseKind::Steady, 700)
+        ]
+    );
+    // 150 ms steady against a 300 ms unnamed pause: the loop is judged whole too, the
+    // wait in it and the checkpoint not.
+    let whole = a.whole_loop.as_deref().unwrap();
+    assert_eq!(
+        starts(whole),
+        [
+            (PhaseKind::Steady, 0),
+            (PhaseKind::Pause, 400),
+            (PhaseKind::Steady, 700)
+        ]
+    );
+    assert!(whole.whole_loop.is_none());
+    let (steady, over_loop) = (a.steady.unwrap(), whole.steady.clone().unwrap());
+    assert_eq!((steady.ns, over_loop.ns), (150 * MS, 450 * MS));
+    // The wait's idle is the loop's host work: 300 ms, with the loop windows' 1 ms each
+    // but the two beside the checkpoint (its edges); the steady state also leaves out the
+    // two beside the wait.
+    let host = |s: &SteadyState| s.gpu.as_ref().unwrap().idle[&IdleKind::Host];
+    assert_eq!(host(&over_loop), 300 * MS + 13 * MS);
+    assert_eq!(host(&steady), 11 * MS);
+    // A long steady state is judged alone.
+    let mut long = w.clone();
+    long.extend(times(40, LOOP));
+    let a = time_axis(&profile(timeline(&long, true))).unwrap();
+    assert!(a.whole_loop.is_none());
+}
+
+#[test]
+fn a_pause_is_named_loading_only_where_loading_or_a_compile_ending_in_one_took_it() {
+    // `count` gaps of `gap` windows (the host at work, the GPU idle), each window of them
+    // with `loading` ns of module loading, each gap ended by a window of the loop that
+    // loads `ends` ns, between stretches of 10 loop windows: the pauses' names.
+    let names = |count: usize, gap: usize, loading: u64, ends: u64| {
+        let mut w = times(10, LOOP);
+        for _ in 0..count {
+            w.extend(times(
+                gap,
+                W {
+                    module_ns: loading,
+                    idle_host: 10 * MS - loading,
+                    ..QUIET
+                },
+            ));
+            w.push(W {
+                module_ns: ends,
+                ..LOOP
+            });
+            w.extend(times(9, LOOP));
+        }
+        let a = time_axis(&profile(timeline(&w, true))).unwrap();
+        let pauses: Vec<Option<String>> = (a.phases.iter())
+            .filter(|p| p.kind == PhaseKind::Pause)
+            .map(|p| p.name.clone())
+            .collect();
+        pauses
+    };
+    let loading = || Some(LOADING.to_string());
+    // Loading took most of the gap (6 of each 10 ms): loading, however many such gaps.
+    assert_eq!(names(1, 30, 6 * MS, 0), [loading()]);
+    assert_eq!(names(6, 30, 6 * MS, 0), vec![loading(); 6]);
+    // Host work ended by a load (a JIT compile: Inductor or Triton compiling, then the
+    // module loaded), in at most `RARE_GAPS` such gaps: loading.
+    assert_eq!(names(1, 30, 0, MS), [loading()]);
+    assert_eq!(names(4, 30, 0, MS), vec![loading(); 4]);
+    // Five or more: the loop's own waits (cuDNN's lazy loading ends each wait for a
+    // batch), not compiles, and they recur: no pause at all.
+    assert_eq!(names(5, 30, 0, MS), []);
+    // Loading under half of each such gap (2 of 10 ms) does not name them either.
+    assert_eq!(names(5, 30, 2 * MS, 0), []);
+    // A gap shorter than a pause is the loop's unless loading took most of it.
+    assert_eq!(names(6, 5, 0, MS), []);
+    assert_eq!(names(1, 5, 0, MS), []);
+    assert_eq!(names(6, 5, 6 * MS, 0), vec![loading(); 6]);
+    // Without a load: a pause without a name, or, short, the loop's own.
+    assert_eq!(names(1, 30, 0, 0), [None]);
+    assert_eq!(names(6, 5, 0, 0), []);
 }
 
 #[test]
@@ -852,12 +1097,9 @@ const DISPATCH: W = W {
     launches: 200,
     launch_ns: MS,
     driver_ns: MS,
-    module_ns: 0,
-    init_ns: 0,
-    blocked_ns: 0,
     busy_ns: 4 * MS,
-    idle_after_sync: 0,
     idle_host: 6 * MS,
+    ..QUIET
 };
 
 #[test]

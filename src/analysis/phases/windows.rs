@@ -4,7 +4,7 @@
 use super::ranges::{is_pause, is_step_name};
 use crate::analysis::profile::total;
 use gpuspy_format::timeline::{self, DeviceWindows, HostEvent, HostEventKind, Timeline};
-use gpuspy_format::SyncCause;
+use gpuspy_format::{Direction, SyncCause};
 
 /// A window spent this share or more in module loading, JIT and driver init is loading.
 const LOADING_SHARE: f64 = 0.25;
@@ -132,18 +132,36 @@ impl<'a> Windows<'a> {
         )
     }
 
-    /// Whether window `i`'s only work was copies: no launch, the GPU idle, and the host
-    /// blocked mostly in copies.
-    pub(super) fn copies_only(&self, i: usize, metric: &[u64]) -> bool {
+    /// Host time blocked in copies (synchronous ones, and async ones from pageable memory)
+    /// in window `i`.
+    pub(super) fn copy_blocked(&self, i: usize) -> u64 {
         let copying = self
             .t
             .host
             .blocked_ns
             .iter()
             .filter(|c| matches!(c.cause, SyncCause::SyncCopy | SyncCause::PageableAsyncCopy));
+        total(copying.map(|c| at(&c.ns, i)))
+    }
+
+    /// Whether window `i`'s only work was copies: no launch, the GPU idle, and the host
+    /// blocked mostly in copies.
+    pub(super) fn copies_only(&self, i: usize, metric: &[u64]) -> bool {
         at(metric, i) == 0
             && (self.busy(i) as f64) < WORK_SHARE * self.len(i) as f64
-            && 2 * total(copying.map(|c| at(&c.ns, i))) >= self.blocked(i)
+            && 2 * self.copy_blocked(i) >= self.blocked(i)
+    }
+
+    /// Bytes copied between host and device in window `i`: to the device, to the host.
+    pub(super) fn copied(&self, i: usize) -> (u64, u64) {
+        let bytes = |d: Direction| {
+            total(
+                (self.t.host.copy_bytes.iter())
+                    .filter(|c| c.direction == d)
+                    .map(|c| at(&c.bytes, i)),
+            )
+        };
+        (bytes(Direction::HtoD), bytes(Direction::DtoH))
     }
 
     pub(super) fn loading(&self, i: usize) -> bool {
