@@ -21,6 +21,7 @@
 
 use crate::clock;
 use crate::effect::Effect;
+use crate::forklock::SpinLock;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
 use crate::ring::Ring;
 use crate::switch;
@@ -117,9 +118,9 @@ static TIDS: [AtomicU32; MAX_THREADS] = [NO_TID; MAX_THREADS];
 static THREADS_SEEN: AtomicU32 = AtomicU32::new(0);
 static UNRECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
 /// Held while a block is folded into block 0, and while a dump sums the blocks, so that a
-/// dump sees each exited thread's calls exactly once. A spin lock rather than a Mutex: a
-/// fork child must be able to reset it whatever thread of the parent held it.
-static FOLDING: AtomicBool = AtomicBool::new(false);
+/// dump sees each exited thread's calls exactly once. A fork child resets it whatever
+/// thread of the parent held it.
+static FOLDING: SpinLock<()> = SpinLock::new(());
 /// The pthread key whose destructor retires an exiting thread's block (0: none yet).
 static EXIT_KEY: AtomicU32 = AtomicU32::new(0);
 
@@ -168,7 +169,7 @@ pub fn reset_arena() {
     HIGH_WATER.store(0, Relaxed);
     IN_USE.iter().for_each(|u| u.store(false, Relaxed));
     THREADS_SEEN.store(0, Relaxed);
-    FOLDING.store(false, Release);
+    FOLDING.reset_in_child();
     // Forked while gpuspy's thread held the calls: that thread is not in the child.
     CALLS_HELD.store(false, Release);
     [&HOLDS_GIVEN_UP, &HELD_CALLS, &HELD_NS]
@@ -196,22 +197,11 @@ pub fn with_blocks<R>(f: impl FnOnce(&[ThreadStats]) -> R) -> R {
     if arena.is_null() {
         return f(&[]);
     }
-    lock_folding();
+    let _folding = FOLDING.lock();
     let used = 1 + HIGH_WATER.load(Acquire).min(MAX_THREADS);
     // SAFETY: the first `used` blocks lie inside the mapping, which is never unmapped, and
     // all-zero bytes are valid atomics.
-    let result = f(unsafe { std::slice::from_raw_parts(arena, used) });
-    FOLDING.store(false, Release);
-    result
-}
-
-fn lock_folding() {
-    while FOLDING
-        .compare_exchange_weak(false, true, Acquire, Relaxed)
-        .is_err()
-    {
-        std::thread::yield_now();
-    }
+    f(unsafe { std::slice::from_raw_parts(arena, used) })
 }
 
 /// One live thread's outermost call in flight.
@@ -416,12 +406,12 @@ extern "C" fn on_thread_exit(value: *mut libc::c_void) {
     // Its blocking calls not yet read go to the timeline first (a lock taken before the
     // folding lock, never inside it).
     (crate::UPCALLS.thread_exit)(slot, block);
-    lock_folding();
+    let folding = FOLDING.lock();
     // SAFETY: block 0 lies inside the mapping.
     fold_into(unsafe { &*arena }, block);
     zero(block);
     RETIRED[slot].fetch_add(1, Relaxed);
-    FOLDING.store(false, Release);
+    drop(folding);
     IN_USE[slot - 1].store(false, Release);
 }
 

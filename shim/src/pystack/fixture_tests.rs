@@ -349,11 +349,12 @@ fn walk_and_resolve(l: &Layout, hook: usize) -> Vec<Frame> {
             }
         ]
     );
+    // A table of its own: the process's is the skip test's.
+    let mut t = sites::tests::table();
     // SAFETY: as above; the objects outlive the call.
-    unsafe { sites::add(l, hook, None, &raw[..n], 1, 5_000) };
-    let summary = sites::summary();
-    let site = summary
-        .sites
+    unsafe { sites::tests::add_call(&mut t, l, hook, &raw[..n], 5_000) };
+    let top = sites::tests::top(&t);
+    let site = top
         .iter()
         .find(|s| s.api == crate::hooks::HOOK_NAMES[hook].trim_end_matches('\0'))
         .expect("the site is in the table");
@@ -450,7 +451,7 @@ fn a_code_object_freed_and_reused_gets_an_entry_of_its_own() {
     let mut t = sites::tests::table();
     let frame = RawFrame { code, offset: 0 };
     // SAFETY: the code object is complete in `m` (both times).
-    unsafe { sites::tests::add_one(&mut t, &l, 0, frame, 300_000) };
+    unsafe { sites::tests::add_call(&mut t, &l, 0, &[frame], 300_000) };
     // Another code object at the same address: other strings, another line table.
     let (file, name, table) = (
         m.str(&l, "/b.py"),
@@ -461,7 +462,7 @@ fn a_code_object_freed_and_reused_gets_an_entry_of_its_own() {
     m.word(code + l.code_name, name);
     m.word(code + l.code_line_table, table);
     // SAFETY: as above.
-    unsafe { sites::tests::add_one(&mut t, &l, 0, frame, 200_000) };
+    unsafe { sites::tests::add_call(&mut t, &l, 0, &[frame], 200_000) };
     let named: Vec<(String, u32, String)> = sites::tests::top(&t)
         .into_iter()
         .map(|s| {
@@ -488,11 +489,11 @@ fn a_full_table_keeps_the_top_sites_and_counts_the_rest_as_dropped() {
     for hook in 0..257 {
         // SAFETY: the code object is complete in `m`.
         unsafe {
-            sites::tests::add_one(
+            sites::tests::add_call(
                 &mut t,
                 &l,
                 hook,
-                RawFrame { code, offset: 0 },
+                &[RawFrame { code, offset: 0 }],
                 100_000 + hook as u64,
             )
         };
@@ -502,4 +503,20 @@ fn a_full_table_keeps_the_top_sites_and_counts_the_rest_as_dropped() {
     assert_eq!(top.len(), sites::TOP_SITES);
     assert_eq!(top[0].blocked_ns, 100_255);
     assert_eq!(top[31].blocked_ns, 100_224);
+}
+
+#[test]
+fn a_capture_that_finds_the_table_in_use_counts_its_call_as_dropped() {
+    let l = layout::for_version(0x030b07f0).unwrap();
+    let mut m = Memory::new();
+    let code = m.code(&l, "/a.py", "f", 10, &[0x80 | 13 << 3 | 7, 2]);
+    let held = sites::tests::hold_table();
+    // SAFETY: the code object is complete in `m`.
+    unsafe { sites::add(&l, 0, None, &[RawFrame { code, offset: 0 }], 3, 1_000) };
+    drop(held);
+    let s = sites::summary();
+    assert_eq!(
+        (s.captures, s.dropped_calls, s.dropped_ns, s.sites.len()),
+        (1, 3, 3_000, 0)
+    );
 }
