@@ -16,12 +16,17 @@
 //! # Failing open
 //! The application's `CUresult` is returned unchanged. Any internal failure (no arena, no
 //! dump directory) turns recording off or warns once, and the calls keep flowing. Wrappers
-//! cannot panic: the crate denies `unwrap`, `expect` and `panic`, and dump writing runs
-//! under `catch_unwind`.
+//! cannot panic: the crate denies `unwrap`, `expect`, `panic` and unchecked indexing, and
+//! dump writing runs under `catch_unwind`.
 
 #![cfg_attr(
     not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -23,7 +23,7 @@ use crate::clock;
 use crate::effect::Effect;
 use crate::forklock::SpinLock;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
-use crate::ring::Ring;
+use crate::ring::{wrapped, Ring};
 use crate::switch;
 use crate::tls::{self, Local};
 use gpuspy_format::{hist, Direction, HostKind, SyncCause};
@@ -230,7 +230,7 @@ pub fn in_flight() -> Vec<InFlight> {
                 }
                 Some(InFlight {
                     block: b,
-                    tid: TIDS[slot - 1].load(Relaxed),
+                    tid: TIDS.get(slot - 1).map_or(0, |t| t.load(Relaxed)),
                     hook: hook as usize,
                     since,
                 })
@@ -354,9 +354,9 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
     }
     // A freed slot first (its pages are already zero), else a fresh one.
     let high = HIGH_WATER.load(Acquire).min(MAX_THREADS);
-    let reused = (0..high).find(|&i| {
-        !IN_USE[i].load(Relaxed)
-            && IN_USE[i]
+    let reused = IN_USE.iter().take(high).position(|in_use| {
+        !in_use.load(Relaxed)
+            && in_use
                 .compare_exchange(false, true, Acquire, Relaxed)
                 .is_ok()
     });
@@ -364,18 +364,20 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
         Some(i) => i,
         None => {
             let i = HIGH_WATER.fetch_add(1, AcqRel);
-            if i >= MAX_THREADS {
+            let Some(in_use) = IN_USE.get(i) else {
                 HIGH_WATER.store(MAX_THREADS, Relaxed);
                 UNRECORDED_CALLS.fetch_add(1, Relaxed);
                 return None;
-            }
-            IN_USE[i].store(true, Relaxed);
+            };
+            in_use.store(true, Relaxed);
             i
         }
     };
     THREADS_SEEN.fetch_add(1, Relaxed);
-    // SAFETY: gettid has no preconditions.
-    TIDS[index].store(unsafe { libc::gettid() } as u32, Relaxed);
+    if let Some(tid) = TIDS.get(index) {
+        // SAFETY: gettid has no preconditions.
+        tid.store(unsafe { libc::gettid() } as u32, Relaxed);
+    }
     // SAFETY: index < MAX_THREADS, so block index + 1 lies inside the mapping.
     let block = unsafe { &*arena.add(index + 1) };
     local.slot.set(std::ptr::from_ref(block).cast());
@@ -410,9 +412,13 @@ extern "C" fn on_thread_exit(value: *mut libc::c_void) {
     // SAFETY: block 0 lies inside the mapping.
     fold_into(unsafe { &*arena }, block);
     zero(block);
-    RETIRED[slot].fetch_add(1, Relaxed);
+    if let Some(retired) = RETIRED.get(slot) {
+        retired.fetch_add(1, Relaxed);
+    }
     drop(folding);
-    IN_USE[slot - 1].store(false, Release);
+    if let Some(in_use) = IN_USE.get(slot - 1) {
+        in_use.store(false, Release);
+    }
 }
 
 /// Which pages of a block were ever written (mincore): readers skip the others, so a
@@ -668,7 +674,7 @@ fn record_error(hook: Hook, code: CUresult) {
     let key = ((hook as u32 + 1) << 16) | code.min(0xffff);
     let start = (key.wrapping_mul(2_654_435_761) as usize) % ERROR_SLOTS;
     for i in 0..ERROR_SLOTS {
-        let slot = &ERRORS[(start + i) % ERROR_SLOTS];
+        let slot = wrapped(&ERRORS, start + i);
         match slot.key.compare_exchange(0, key, AcqRel, Acquire) {
             Ok(_) => {}
             Err(existing) if existing == key => {}

@@ -366,8 +366,13 @@ fn mig_uuid(ordinal: u32) -> Option<std::ffi::CString> {
     if !ok {
         return None;
     }
-    let hex =
-        |r: std::ops::Range<usize>| -> String { b[r].iter().map(|x| format!("{x:02x}")).collect() };
+    let hex = |r: std::ops::Range<usize>| -> String {
+        b.iter()
+            .take(r.end)
+            .skip(r.start)
+            .map(|x| format!("{x:02x}"))
+            .collect()
+    };
     let uuid = format!(
         "MIG-{}-{}-{}-{}-{}",
         hex(0..4),

@@ -201,7 +201,7 @@ impl Table {
 
     /// The top sites by blocked time.
     fn top(&self) -> Vec<CallSite> {
-        let mut order: Vec<&Site> = self.sites[..self.site_count].iter().collect();
+        let mut order: Vec<&Site> = self.sites.iter().take(self.site_count).collect();
         order.sort_by_key(|s| std::cmp::Reverse(s.blocked_ns));
         order
             .into_iter()
@@ -295,13 +295,12 @@ impl Table {
     unsafe fn code(&mut self, layout: &Layout, address: usize, fields: CodeFields) -> u32 {
         let start = slot_of(address as u64, CODE_SLOTS);
         for probe in 0..CODE_SLOTS {
-            let slot = (start + probe) % CODE_SLOTS;
-            let index = match self.code_slots[slot] {
-                0 => break,
-                i => usize::from(i) - 1,
+            let index = match self.code_slots.get((start + probe) % CODE_SLOTS) {
+                Some(0) | None => break,
+                Some(&i) => usize::from(i) - 1,
             };
-            let code = &self.codes[index];
-            if code.address == address && code.fields == fields {
+            let same = |c: &Code| c.address == address && c.fields == fields;
+            if self.codes.get(index).is_some_and(same) {
                 return index as u32;
             }
         }
@@ -316,7 +315,10 @@ impl Table {
             )
         };
         let index = self.code_count;
-        self.codes[index] = Code {
+        let Some(entry) = self.codes.get_mut(index) else {
+            return NO_CODE;
+        };
+        *entry = Code {
             address,
             fields,
             file,
@@ -324,10 +326,11 @@ impl Table {
         };
         self.code_count += 1;
         if let Some(slot) = (0..CODE_SLOTS)
-            .map(|p| (start + p) % CODE_SLOTS)
-            .find(|&s| self.code_slots[s] == 0)
+            .filter_map(|p| self.code_slots.get((start + p) % CODE_SLOTS))
+            .position(|&s| s == 0)
+            .and_then(|p| self.code_slots.get_mut((start + p) % CODE_SLOTS))
         {
-            self.code_slots[slot] = index as u16 + 1;
+            *slot = index as u16 + 1;
         }
         index as u32
     }
@@ -364,30 +367,33 @@ impl Table {
     /// The site of `key`, added if new; None when the table is full.
     fn site(&mut self, key: &Key) -> Option<&mut Site> {
         let mut hash = u64::from(key.hook) << 16 | u64::from(key.cause) << 8 | u64::from(key.depth);
-        for &(code, line) in &key.frames[..usize::from(key.depth)] {
+        for &(code, line) in key.frames.iter().take(usize::from(key.depth)) {
             hash = hash.rotate_left(5) ^ (u64::from(code) << 32 | u64::from(line));
         }
         let start = slot_of(hash, SITE_SLOTS);
         for probe in 0..SITE_SLOTS {
-            let slot = (start + probe) % SITE_SLOTS;
-            match self.site_slots[slot] {
+            let slot = self.site_slots.get_mut((start + probe) % SITE_SLOTS)?;
+            match *slot {
                 0 => {
-                    if self.site_count == SITES {
+                    let index = self.site_count;
+                    if index == SITES {
                         return None;
                     }
-                    let index = self.site_count;
                     self.site_count += 1;
-                    self.site_slots[slot] = index as u16 + 1;
-                    self.sites[index] = Site {
+                    *slot = index as u16 + 1;
+                    let site = self.sites.get_mut(index)?;
+                    *site = Site {
                         key: *key,
                         ..EMPTY_SITE
                     };
-                    return self.sites.get_mut(index);
+                    return Some(site);
                 }
-                i if self.sites[usize::from(i) - 1].key == *key => {
-                    return self.sites.get_mut(usize::from(i) - 1);
+                i => {
+                    let index = usize::from(i) - 1;
+                    if self.sites.get(index).is_some_and(|s| s.key == *key) {
+                        return self.sites.get_mut(index);
+                    }
                 }
-                _ => {}
             }
         }
         None
@@ -399,8 +405,11 @@ impl Table {
     }
 
     fn call_site(&self, s: &Site) -> CallSite {
-        let frames = s.key.frames[..usize::from(s.key.depth)]
+        let frames = s
+            .key
+            .frames
             .iter()
+            .take(usize::from(s.key.depth))
             .map(|&(code, line)| match self.codes.get(code as usize) {
                 Some(c) if (code as usize) < self.code_count => Frame {
                     file: self.text(c.file),
