@@ -60,7 +60,7 @@ mod unwrapped;
 mod watchdog;
 
 #[cfg(test)]
-mod no_alloc_tests;
+pub(crate) mod no_alloc_tests;
 
 /// The calls the lower layers make into the upper ones, which they do not know: this table,
 /// filled here where the whole crate is in view, is how the hot path and the interposed

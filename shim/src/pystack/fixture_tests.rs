@@ -505,18 +505,106 @@ fn a_full_table_keeps_the_top_sites_and_counts_the_rest_as_dropped() {
     assert_eq!(top[31].blocked_ns, 100_224);
 }
 
+/// The tests that add to the process's call-site table, one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn a_capture_that_finds_the_table_in_use_counts_its_call_as_dropped() {
+    let _serial = serial();
     let l = layout::for_version(0x030b07f0).unwrap();
     let mut m = Memory::new();
     let code = m.code(&l, "/a.py", "f", 10, &[0x80 | 13 << 3 | 7, 2]);
+    let before = sites::summary();
     let held = sites::tests::hold_table();
     // SAFETY: the code object is complete in `m`.
     unsafe { sites::add(&l, 0, None, &[RawFrame { code, offset: 0 }], 3, 1_000) };
     drop(held);
-    let s = sites::summary();
+    let after = sites::summary();
     assert_eq!(
-        (s.captures, s.dropped_calls, s.dropped_ns, s.sites.len()),
-        (1, 3, 3_000, 0)
+        (
+            after.captures - before.captures,
+            after.dropped_calls - before.dropped_calls,
+            after.dropped_ns - before.dropped_ns,
+            after.sites.len(),
+        ),
+        (1, 3, 3_000, before.sites.len())
     );
+}
+
+/// The fake interpreter's thread state, the same for every thread.
+static THREAD_STATE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn initialized() -> std::ffi::c_int {
+    1
+}
+
+extern "C" fn this_thread_state() -> *mut std::ffi::c_void {
+    THREAD_STATE.load(std::sync::atomic::Ordering::Relaxed) as *mut std::ffi::c_void
+}
+
+/// What `UPCALLS.call_site` runs for a picked call, from 8 threads at once into the
+/// process's table: no allocation, and every call counted, at its site or, where another
+/// thread held the table, as dropped.
+#[test]
+fn call_site_capture_does_not_allocate() {
+    let _serial = serial();
+    let l = layout::for_version(0x030b07f0).unwrap();
+    let mut m = Memory::new();
+    let table = [0x80 | 13 << 3 | 7, 2];
+    let (outer, inner) = (
+        m.code(&l, "/noalloc/main.py", "main", 1, &table),
+        m.code(&l, "/noalloc/step.py", "step", 40, &table),
+    );
+    let main_frame = m.frame(&l, outer, 0, 0, 0);
+    let inner_frame = m.frame(&l, inner, 0, main_frame, 0);
+    THREAD_STATE.store(
+        m.thread_state(&l, inner_frame),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    let py = super::Interpreter {
+        layout: l,
+        code_type: CODE_TYPE,
+        is_initialized: initialized,
+        this_thread_state,
+    };
+    let hook = crate::hooks::Hook::cuStreamSynchronize as usize;
+    let cause = Some(gpuspy_format::SyncCause::Explicit);
+    let site_calls = |s: &sites::Summary| {
+        s.sites
+            .iter()
+            .filter(|s| {
+                s.frames
+                    .first()
+                    .is_some_and(|f| f.file == "/noalloc/step.py")
+            })
+            .map(|s| s.calls)
+            .sum::<u64>()
+    };
+    let before = sites::summary();
+    let allocations = crate::no_alloc_tests::allocations();
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                crate::no_alloc_tests::counting(|| {
+                    for _ in 0..10_000 {
+                        // Over the threshold: each capture stands for one call.
+                        super::capture_in(&py, hook, cause, 200_000);
+                    }
+                })
+            });
+        }
+    });
+    assert_eq!(crate::no_alloc_tests::allocations(), allocations);
+    let after = sites::summary();
+    assert_eq!(after.captures - before.captures, 80_000);
+    assert_eq!(
+        site_calls(&after) - site_calls(&before) + after.dropped_calls - before.dropped_calls,
+        80_000
+    );
+    assert!(site_calls(&after) > site_calls(&before));
 }
