@@ -31,8 +31,8 @@ static OVERFLOWED: AtomicBool = AtomicBool::new(false);
 
 /// The slots claimed so far: up to the high-water mark.
 #[inline]
-fn claimed() -> &'static [Slot] {
-    TABLE.get(..HIGH_WATER.load(Acquire)).unwrap_or_default()
+fn claimed() -> impl Iterator<Item = &'static Slot> {
+    TABLE.iter().take(HIGH_WATER.load(Acquire))
 }
 
 fn encode(kind: HostKind) -> u8 {
@@ -68,7 +68,7 @@ pub fn remove(start: usize) {
     if start == 0 {
         return;
     }
-    if let Some(slot) = claimed().iter().find(|s| s.start.load(Acquire) == start) {
+    if let Some(slot) = claimed().find(|s| s.start.load(Acquire) == start) {
         slot.end.store(0, Release);
         slot.start.store(0, Release);
     }
