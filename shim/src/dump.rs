@@ -71,8 +71,8 @@ fn hostname() -> String {
     if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
         return String::new();
     }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    let name = buf.split(|&b| b == 0).next().unwrap_or_default();
+    String::from_utf8_lossy(name).into_owned()
 }
 
 fn sum_series<'a>(series: impl Iterator<Item = &'a Series>) -> (u64, u64, hist::Histogram) {
@@ -171,7 +171,7 @@ fn api_records(blocks: &[ThreadStats]) -> Vec<ApiRecord> {
         if calls == 0 && nested == 0 {
             continue;
         }
-        let mut codes = std::mem::take(&mut results[i]);
+        let mut codes = results.get_mut(i).map(std::mem::take).unwrap_or_default();
         codes.sort_unstable();
         apis.push(ApiRecord {
             symbol: hook.name().to_string(),

@@ -64,8 +64,11 @@ impl History {
         if self.read.len() <= index {
             self.read.resize(index + 1, (0, 0, 0));
         }
+        let Some(read) = self.read.get_mut(index) else {
+            return;
+        };
         let retired = record::retired(index);
-        let (seen_retired, mut from, read_at) = self.read[index];
+        let (seen_retired, mut from, read_at) = *read;
         if seen_retired != retired {
             from = 0;
         }
@@ -76,7 +79,7 @@ impl History {
             self.lost += lost;
             self.losses.push_back((read_at, now));
         }
-        self.read[index] = (retired, next, now);
+        *read = (retired, next, now);
         batch.extend(raw.into_iter().map(|(start, end, kind)| {
             let start_unix_ns = anchor.unix_ns(start);
             HostEvent {

@@ -380,8 +380,8 @@ hook_list!(hook_ids);
 impl Hook {
     /// The exact exported name, without the NUL.
     pub fn name(self) -> &'static str {
-        let name = HOOK_NAMES[self as usize];
-        &name[..name.len() - 1]
+        let name = HOOK_NAMES.get(self as usize).copied().unwrap_or("\0");
+        name.strip_suffix('\0').unwrap_or(name)
     }
 }
 

@@ -29,6 +29,12 @@ static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 static OVERFLOWED: AtomicBool = AtomicBool::new(false);
 
+/// The slots claimed so far: up to the high-water mark.
+#[inline]
+fn claimed() -> impl Iterator<Item = &'static Slot> {
+    TABLE.iter().take(HIGH_WATER.load(Acquire))
+}
+
 fn encode(kind: HostKind) -> u8 {
     match kind {
         HostKind::Pinned => 1,
@@ -62,11 +68,7 @@ pub fn remove(start: usize) {
     if start == 0 {
         return;
     }
-    let high = HIGH_WATER.load(Acquire);
-    if let Some(slot) = TABLE[..high]
-        .iter()
-        .find(|s| s.start.load(Acquire) == start)
-    {
+    if let Some(slot) = claimed().find(|s| s.start.load(Acquire) == start) {
         slot.end.store(0, Release);
         slot.start.store(0, Release);
     }
@@ -75,8 +77,7 @@ pub fn remove(start: usize) {
 /// The kind of a range holding `addr`, if the shim saw it allocated.
 #[inline]
 pub fn lookup(addr: usize) -> Option<HostKind> {
-    let high = HIGH_WATER.load(Acquire);
-    for slot in &TABLE[..high] {
+    for slot in claimed() {
         let start = slot.start.load(Relaxed);
         if start != 0 && start <= addr && addr < slot.end.load(Acquire) {
             return Some(match slot.kind.load(Relaxed) {

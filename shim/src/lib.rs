@@ -16,12 +16,17 @@
 //! # Failing open
 //! The application's `CUresult` is returned unchanged. Any internal failure (no arena, no
 //! dump directory) turns recording off or warns once, and the calls keep flowing. Wrappers
-//! cannot panic: the crate denies `unwrap`, `expect` and `panic`, and dump writing runs
-//! under `catch_unwind`.
+//! cannot panic: the crate denies `unwrap`, `expect`, `panic` and unchecked indexing, and
+//! dump writing runs under `catch_unwind`.
 
 #![cfg_attr(
     not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -55,7 +60,7 @@ mod unwrapped;
 mod watchdog;
 
 #[cfg(test)]
-mod no_alloc_tests;
+pub(crate) mod no_alloc_tests;
 
 /// The calls the lower layers make into the upper ones, which they do not know: this table,
 /// filled here where the whole crate is in view, is how the hot path and the interposed

@@ -178,14 +178,16 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 fn find_comm(comm: Ptr) -> Option<&'static CommSlot> {
-    find_comm_index(comm).map(|i| &COMMS[i])
+    find_comm_and_index(comm).map(|(_, slot)| slot)
 }
 
-fn find_comm_index(comm: Ptr) -> Option<usize> {
+/// The communicator's slot and its index in `COMMS`.
+fn find_comm_and_index(comm: Ptr) -> Option<(usize, &'static CommSlot)> {
     let key = comm as usize;
     COMMS
         .iter()
-        .position(|s| key != 0 && s.comm.load(Acquire) == key)
+        .enumerate()
+        .find(|(_, s)| key != 0 && s.comm.load(Acquire) == key)
 }
 
 fn register_comm(comm: Ptr, key: u64, rank: c_int, nranks: c_int) {
@@ -323,8 +325,7 @@ fn count(op: Op, count: usize, datatype: c_int, comm: Ptr) {
         cell.calls.fetch_add(1, Relaxed);
         cell.bytes.fetch_add(bytes, Relaxed);
     }
-    if let Some(index) = find_comm_index(comm) {
-        let slot = &COMMS[index];
+    if let Some((index, slot)) = find_comm_and_index(comm) {
         let sequence = slot.operations.fetch_add(1, Relaxed);
         slot.bytes.fetch_add(bytes, Relaxed);
         slot.last_op.store(op as u8 + 1, Relaxed);

@@ -1,6 +1,7 @@
 //! The hot path never allocates: 8 threads x 10k wrapped calls of each kind (launch, sync,
 //! pageable and pinned copies, a failing call, an NCCL all-reduce on a registered
-//! communicator) under a counting global allocator.
+//! communicator) under a counting global allocator. The Python call-site capture that
+//! `UPCALLS.call_site` runs is tested beside its fixtures (`pystack::fixture_tests`).
 
 use crate::exports;
 use crate::hooks::{CUresult, Hook};
@@ -15,6 +16,20 @@ struct CountingAlloc;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with this thread's allocations counted (`allocations`); for the hot-path tests
+/// kept beside the code they test (`pystack::fixture_tests`).
+pub fn counting<R>(f: impl FnOnce() -> R) -> R {
+    COUNTING.with(|c| c.set(true));
+    let result = f();
+    COUNTING.with(|c| c.set(false));
+    result
+}
+
+/// Allocations made so far on threads while they were counted.
+pub fn allocations() -> u64 {
+    ALLOCATIONS.load(Relaxed)
 }
 
 // SAFETY: forwards to the system allocator; the counter has no effect on allocation.

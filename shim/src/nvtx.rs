@@ -28,6 +28,7 @@
 
 use crate::clock::{self, Anchor};
 use crate::forklock::ForkLock;
+use crate::ring::wrapped;
 use gpuspy_format::timeline::{
     merge_pairs, spread, NvtxEvent, NvtxRanges, Timeline, FIRST_WINDOW_NS, NVTX_NAMES,
     NVTX_NAME_BYTES, NVTX_OTHER, SAMPLED_EVENTS, WINDOWS,
@@ -370,7 +371,7 @@ impl Name {
         }
         let len = self.len.load(Relaxed).min(NVTX_NAME_BYTES);
         // SAFETY: published, so no longer written.
-        Some(unsafe { &(&*self.bytes.get())[..len] })
+        unsafe { (&*self.bytes.get()).get(..len) }
     }
 
     fn clear(&self) {
@@ -388,10 +389,10 @@ static CLAIMED: AtomicUsize = AtomicUsize::new(0);
 /// The slot of `name`, cut to `NVTX_NAME_BYTES` at a character boundary.
 fn intern(name: &[u8]) -> usize {
     let mut len = name.len().min(NVTX_NAME_BYTES);
-    while len < name.len() && len > 0 && name[len] & 0xc0 == 0x80 {
+    while len > 0 && name.get(len).is_some_and(|b| b & 0xc0 == 0x80) {
         len -= 1;
     }
-    let name = &name[..len];
+    let name = name.get(..len).unwrap_or_default();
     // FNV-1a, never 0.
     let hash = name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
@@ -412,7 +413,9 @@ fn intern(name: &[u8]) -> usize {
         return OTHER;
     };
     // SAFETY: slot `i` is ours alone until `state` publishes it.
-    unsafe { (&mut *slot.bytes.get())[..len].copy_from_slice(name) };
+    if let Some(bytes) = unsafe { (&mut *slot.bytes.get()).get_mut(..len) } {
+        bytes.copy_from_slice(name);
+    }
     slot.len.store(len, Relaxed);
     slot.hash.store(hash, Relaxed);
     slot.state.store(READY, Release);
@@ -430,16 +433,16 @@ unsafe fn intern_c(s: *const c_char) -> usize {
     let mut buf = [0u8; NVTX_NAME_BYTES + 1];
     let mut n = 0;
     // Read no further than we keep (+1, so that `intern` sees a cut character).
-    while n < buf.len() {
+    for byte in buf.iter_mut() {
         // SAFETY: within the string, whose terminator ends the loop.
         let b = unsafe { *s.add(n) } as u8;
         if b == 0 {
             break;
         }
-        buf[n] = b;
+        *byte = b;
         n += 1;
     }
-    intern(&buf[..n])
+    intern(buf.get(..n).unwrap_or_default())
 }
 
 /// The slot of a wide string's name, as UTF-8 ("" for null).
@@ -457,10 +460,12 @@ unsafe fn intern_wide(s: *const libc::wchar_t) -> usize {
             break;
         }
         let c = char::from_u32(w as u32).unwrap_or(char::REPLACEMENT_CHARACTER);
-        n += c.encode_utf8(&mut buf[n..]).len();
+        // At least 4 bytes are left: `n` is at most `NVTX_NAME_BYTES` here.
+        let Some(rest) = buf.get_mut(n..) else { break };
+        n += c.encode_utf8(rest).len();
         i += 1;
     }
-    intern(&buf[..n])
+    intern(buf.get(..n).unwrap_or_default())
 }
 
 /// The slot of an event's message.
@@ -672,9 +677,7 @@ impl Ring {
     /// Any thread may push (a seqlock per slot).
     fn push(&self, name: usize, depth: usize, start: u64, end: u64) {
         let n = self.pushed.fetch_add(1, Relaxed);
-        let Some(slot) = self.slots.get(n as usize % RING_EVENTS) else {
-            return;
-        };
+        let slot = wrapped(&self.slots, n as usize);
         slot.seq.store(0, Relaxed);
         fence(Release);
         slot.name_depth
@@ -695,7 +698,7 @@ impl Ring {
             from = pushed - RING_EVENTS as u64;
         }
         while from < pushed {
-            let slot = &self.slots[from as usize % RING_EVENTS];
+            let slot = wrapped(&self.slots, from as usize);
             let seq = slot.seq.load(Acquire);
             if seq < from + 1 {
                 break;
@@ -777,7 +780,9 @@ impl Collector {
             if ends.len() <= slot {
                 ends.resize(slot + 1, 0);
             }
-            ends[slot] += 1;
+            if let Some(n) = ends.get_mut(slot) {
+                *n += 1;
+            }
         }
         if depth > 0 {
             return;
@@ -828,7 +833,8 @@ pub fn fill(timeline: &mut Timeline) {
     let q32 = crate::switch::ns_per_tick_q32();
     let name_of = |slot: usize| match slot {
         OTHER => NVTX_OTHER.to_string(),
-        _ => String::from_utf8_lossy(NAMES[slot].get().unwrap_or_default()).into_owned(),
+        _ => String::from_utf8_lossy(NAMES.get(slot).and_then(Name::get).unwrap_or_default())
+            .into_owned(),
     };
     let mut ranges: Vec<NvtxRanges> = Vec::new();
     for (slot, n) in NAMES.iter().enumerate() {
@@ -852,8 +858,8 @@ pub fn fill(timeline: &mut Timeline) {
             first_start_unix_ns: anchor
                 .unix_ns(n.first_start.load(Relaxed).min(n.last_end.load(Relaxed))),
             last_end_unix_ns: anchor.unix_ns(n.last_end.load(Relaxed)),
-            ns: to_width(&c.series[slot]),
-            ends: to_width(&c.ends[slot]),
+            ns: c.series.get(slot).map(to_width).unwrap_or_default(),
+            ends: c.ends.get(slot).map(to_width).unwrap_or_default(),
         };
         // Two threads that met a new name at once claimed a slot each.
         match ranges.iter_mut().find(|r| r.name == this.name) {

@@ -21,8 +21,9 @@
 
 use crate::clock;
 use crate::effect::Effect;
+use crate::forklock::SpinLock;
 use crate::hooks::{CUresult, Hook, HOOK_COUNT};
-use crate::ring::Ring;
+use crate::ring::{wrapped, Ring};
 use crate::switch;
 use crate::tls::{self, Local};
 use gpuspy_format::{hist, Direction, HostKind, SyncCause};
@@ -117,9 +118,9 @@ static TIDS: [AtomicU32; MAX_THREADS] = [NO_TID; MAX_THREADS];
 static THREADS_SEEN: AtomicU32 = AtomicU32::new(0);
 static UNRECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
 /// Held while a block is folded into block 0, and while a dump sums the blocks, so that a
-/// dump sees each exited thread's calls exactly once. A spin lock rather than a Mutex: a
-/// fork child must be able to reset it whatever thread of the parent held it.
-static FOLDING: AtomicBool = AtomicBool::new(false);
+/// dump sees each exited thread's calls exactly once. A fork child resets it whatever
+/// thread of the parent held it.
+static FOLDING: SpinLock<()> = SpinLock::new(());
 /// The pthread key whose destructor retires an exiting thread's block (0: none yet).
 static EXIT_KEY: AtomicU32 = AtomicU32::new(0);
 
@@ -168,7 +169,7 @@ pub fn reset_arena() {
     HIGH_WATER.store(0, Relaxed);
     IN_USE.iter().for_each(|u| u.store(false, Relaxed));
     THREADS_SEEN.store(0, Relaxed);
-    FOLDING.store(false, Release);
+    FOLDING.reset_in_child();
     // Forked while gpuspy's thread held the calls: that thread is not in the child.
     CALLS_HELD.store(false, Release);
     [&HOLDS_GIVEN_UP, &HELD_CALLS, &HELD_NS]
@@ -196,22 +197,11 @@ pub fn with_blocks<R>(f: impl FnOnce(&[ThreadStats]) -> R) -> R {
     if arena.is_null() {
         return f(&[]);
     }
-    lock_folding();
+    let _folding = FOLDING.lock();
     let used = 1 + HIGH_WATER.load(Acquire).min(MAX_THREADS);
     // SAFETY: the first `used` blocks lie inside the mapping, which is never unmapped, and
     // all-zero bytes are valid atomics.
-    let result = f(unsafe { std::slice::from_raw_parts(arena, used) });
-    FOLDING.store(false, Release);
-    result
-}
-
-fn lock_folding() {
-    while FOLDING
-        .compare_exchange_weak(false, true, Acquire, Relaxed)
-        .is_err()
-    {
-        std::thread::yield_now();
-    }
+    f(unsafe { std::slice::from_raw_parts(arena, used) })
 }
 
 /// One live thread's outermost call in flight.
@@ -240,7 +230,7 @@ pub fn in_flight() -> Vec<InFlight> {
                 }
                 Some(InFlight {
                     block: b,
-                    tid: TIDS[slot - 1].load(Relaxed),
+                    tid: TIDS.get(slot - 1).map_or(0, |t| t.load(Relaxed)),
                     hook: hook as usize,
                     since,
                 })
@@ -364,9 +354,9 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
     }
     // A freed slot first (its pages are already zero), else a fresh one.
     let high = HIGH_WATER.load(Acquire).min(MAX_THREADS);
-    let reused = (0..high).find(|&i| {
-        !IN_USE[i].load(Relaxed)
-            && IN_USE[i]
+    let reused = IN_USE.iter().take(high).position(|in_use| {
+        !in_use.load(Relaxed)
+            && in_use
                 .compare_exchange(false, true, Acquire, Relaxed)
                 .is_ok()
     });
@@ -374,18 +364,20 @@ fn claim_slot(local: &Local) -> Option<&'static ThreadStats> {
         Some(i) => i,
         None => {
             let i = HIGH_WATER.fetch_add(1, AcqRel);
-            if i >= MAX_THREADS {
+            let Some(in_use) = IN_USE.get(i) else {
                 HIGH_WATER.store(MAX_THREADS, Relaxed);
                 UNRECORDED_CALLS.fetch_add(1, Relaxed);
                 return None;
-            }
-            IN_USE[i].store(true, Relaxed);
+            };
+            in_use.store(true, Relaxed);
             i
         }
     };
     THREADS_SEEN.fetch_add(1, Relaxed);
-    // SAFETY: gettid has no preconditions.
-    TIDS[index].store(unsafe { libc::gettid() } as u32, Relaxed);
+    if let Some(tid) = TIDS.get(index) {
+        // SAFETY: gettid has no preconditions.
+        tid.store(unsafe { libc::gettid() } as u32, Relaxed);
+    }
     // SAFETY: index < MAX_THREADS, so block index + 1 lies inside the mapping.
     let block = unsafe { &*arena.add(index + 1) };
     local.slot.set(std::ptr::from_ref(block).cast());
@@ -416,13 +408,17 @@ extern "C" fn on_thread_exit(value: *mut libc::c_void) {
     // Its blocking calls not yet read go to the timeline first (a lock taken before the
     // folding lock, never inside it).
     (crate::UPCALLS.thread_exit)(slot, block);
-    lock_folding();
+    let folding = FOLDING.lock();
     // SAFETY: block 0 lies inside the mapping.
     fold_into(unsafe { &*arena }, block);
     zero(block);
-    RETIRED[slot].fetch_add(1, Relaxed);
-    FOLDING.store(false, Release);
-    IN_USE[slot - 1].store(false, Release);
+    if let Some(retired) = RETIRED.get(slot) {
+        retired.fetch_add(1, Relaxed);
+    }
+    drop(folding);
+    if let Some(in_use) = IN_USE.get(slot - 1) {
+        in_use.store(false, Release);
+    }
 }
 
 /// Which pages of a block were ever written (mincore): readers skip the others, so a
@@ -678,7 +674,7 @@ fn record_error(hook: Hook, code: CUresult) {
     let key = ((hook as u32 + 1) << 16) | code.min(0xffff);
     let start = (key.wrapping_mul(2_654_435_761) as usize) % ERROR_SLOTS;
     for i in 0..ERROR_SLOTS {
-        let slot = &ERRORS[(start + i) % ERROR_SLOTS];
+        let slot = wrapped(&ERRORS, start + i);
         match slot.key.compare_exchange(0, key, AcqRel, Acquire) {
             Ok(_) => {}
             Err(existing) if existing == key => {}

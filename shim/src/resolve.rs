@@ -95,11 +95,17 @@ const MISSING: *mut c_void = std::ptr::dangling_mut(); // address 1
 const UNRESOLVED: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static REAL: [AtomicPtr<c_void>; HOOK_COUNT] = [UNRESOLVED; HOOK_COUNT];
 
+/// `hook`'s slot in `REAL`: one per hook, so the access needs no check.
+#[inline(always)]
+fn real_slot(hook: Hook) -> &'static AtomicPtr<c_void> {
+    // SAFETY: hook ids are < HOOK_COUNT, the table's length.
+    unsafe { REAL.get_unchecked(hook as usize) }
+}
+
 /// libcuda's export of exactly `hook`'s name, or None if this driver lacks it.
 #[inline(always)]
 pub fn real_fn(hook: Hook) -> Option<*mut c_void> {
-    // SAFETY: hook ids are < HOOK_COUNT.
-    let f = unsafe { REAL.get_unchecked(hook as usize) }.load(Acquire);
+    let f = real_slot(hook).load(Acquire);
     if (f as usize) > (MISSING as usize) {
         Some(f)
     } else if f.is_null() {
@@ -114,7 +120,6 @@ pub fn real_fn(hook: Hook) -> Option<*mut c_void> {
 #[cold]
 #[inline(never)]
 fn resolve(hook: Hook) -> Option<*mut c_void> {
-    let i = hook as usize;
     let (handle, found) = if hook.is_nccl() {
         nccl_function(hook)
     } else {
@@ -122,9 +127,12 @@ fn resolve(hook: Hook) -> Option<*mut c_void> {
         let found = if handle.is_null() {
             std::ptr::null_mut()
         } else {
-            match CStr::from_bytes_with_nul(HOOK_NAMES[i].as_bytes()) {
-                Ok(name) => lookup(handle, name),
-                Err(_) => std::ptr::null_mut(),
+            match HOOK_NAMES
+                .get(hook as usize)
+                .map(|name| CStr::from_bytes_with_nul(name.as_bytes()))
+            {
+                Some(Ok(name)) => lookup(handle, name),
+                _ => std::ptr::null_mut(),
             }
         };
         (handle, found)
@@ -133,18 +141,18 @@ fn resolve(hook: Hook) -> Option<*mut c_void> {
     if found.is_null() || is_own_address(found) {
         // A driver not loaded yet may appear later: only remember "missing" once it is.
         if !handle.is_null() {
-            REAL[i].store(MISSING, Release);
+            real_slot(hook).store(MISSING, Release);
         }
         return None;
     }
-    REAL[i].store(found, Release);
+    real_slot(hook).store(found, Release);
     Some(found)
 }
 
 /// Tests stand in for libcuda by handing the wrappers their "real" functions.
 #[cfg(test)]
 pub fn inject_real(hook: Hook, f: *mut c_void) {
-    REAL[hook as usize].store(f, Release);
+    real_slot(hook).store(f, Release);
 }
 
 /// NCCL's `p`-prefixed alias of an NCCL hook, and the library it came from (null if NCCL is
@@ -154,11 +162,14 @@ fn nccl_function(hook: Hook) -> (*mut c_void, *mut c_void) {
     let none = (std::ptr::null_mut(), std::ptr::null_mut());
     let mut buf = [0u8; 64];
     let bare = hook.name().as_bytes();
-    let Some(target) = buf.get_mut(..bare.len() + 1) else {
+    let Some((p, rest)) = buf
+        .get_mut(..bare.len() + 1)
+        .and_then(<[u8]>::split_first_mut)
+    else {
         return none;
     };
-    target[0] = b'p';
-    target[1..].copy_from_slice(bare);
+    *p = b'p';
+    rest.copy_from_slice(bare);
     let Ok(name) = CStr::from_bytes_until_nul(&buf) else {
         return none;
     };

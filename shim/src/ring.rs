@@ -19,6 +19,14 @@ pub struct Ring {
     slots: [RingSlot; RING_EVENTS],
 }
 
+/// `table[n % N]`: the modulo is the bound, so the access needs no check and cannot fail.
+#[inline(always)]
+pub fn wrapped<T, const N: usize>(table: &[T; N], n: usize) -> &T {
+    const { assert!(N > 0) };
+    // SAFETY: n % N < N, the array's length.
+    unsafe { table.get_unchecked(n % N) }
+}
+
 #[repr(C)]
 struct RingSlot {
     start: AtomicU64,
@@ -31,8 +39,7 @@ impl Ring {
     #[inline(never)]
     pub fn push(&self, kind: HostEventKind, start: u64, end: u64) {
         let n = self.pushed.load(Relaxed);
-        // SAFETY: the index is reduced modulo the array's length.
-        let slot = unsafe { self.slots.get_unchecked(n as usize % RING_EVENTS) };
+        let slot = wrapped(&self.slots, n as usize);
         slot.start.store(start, Relaxed);
         slot.length_kind
             .store(end.saturating_sub(start) << 8 | code(kind), Relaxed);
@@ -51,7 +58,7 @@ impl Ring {
         let first = from.max(pushed.saturating_sub(KEPT));
         let raw: Vec<(u64, u64)> = (first..pushed)
             .map(|n| {
-                let slot = &self.slots[n as usize % RING_EVENTS];
+                let slot = wrapped(&self.slots, n as usize);
                 (slot.start.load(Relaxed), slot.length_kind.load(Relaxed))
             })
             .collect();

@@ -115,6 +115,20 @@ impl Totals {
         }
     }
 
+    /// Time blocked for cause `c` (a `SyncCause` as usize).
+    fn blocked(&self, c: usize) -> u64 {
+        self.blocked_ns.get(c).copied().unwrap_or(0)
+    }
+
+    /// Bytes copied in direction `d` from or to host memory of kind `k` (as usize).
+    fn copied(&self, d: usize, k: usize) -> u64 {
+        self.copy_bytes
+            .get(d)
+            .and_then(|row| row.get(k))
+            .copied()
+            .unwrap_or(0)
+    }
+
     fn add(&mut self, other: &Totals) {
         self.calls += other.calls;
         self.launches += other.launches;
@@ -139,10 +153,18 @@ impl Totals {
             t.add_calls(family(&a.symbol), a.calls, a.total_ns);
         }
         for s in &d.syncs {
-            t.blocked_ns[s.cause as usize] += s.total_ns;
+            if let Some(ns) = t.blocked_ns.get_mut(s.cause as usize) {
+                *ns += s.total_ns;
+            }
         }
         for c in &d.copies {
-            t.copy_bytes[c.direction as usize][c.host as usize] += c.bytes;
+            let cell = t
+                .copy_bytes
+                .get_mut(c.direction as usize)
+                .and_then(|row| row.get_mut(c.host as usize));
+            if let Some(bytes) = cell {
+                *bytes += c.bytes;
+            }
         }
         t
     }
@@ -299,7 +321,7 @@ impl Table {
         }
         for (d, direction) in Direction::ALL.iter().enumerate() {
             for (k, kind) in HostKind::ALL.iter().enumerate() {
-                let grew = new.copy_bytes[d][k] > was.copy_bytes[d][k];
+                let grew = new.copied(d, k) > was.copied(d, k);
                 if grew
                     && !host
                         .copy_bytes
@@ -318,7 +340,9 @@ impl Table {
             .into_iter()
             .for_each(|s| s.resize(windows, 0));
         let add = |series: &mut Vec<u64>, new: u64, old: u64| {
-            series[slot] += new.saturating_sub(old);
+            if let Some(v) = series.get_mut(slot) {
+                *v += new.saturating_sub(old);
+            }
         };
         add(&mut host.calls, new.calls, was.calls);
         add(&mut host.launches, new.launches, was.launches);
@@ -335,15 +359,11 @@ impl Table {
         add(&mut host.frees, new.frees, was.frees);
         for series in &mut host.blocked_ns {
             let c = series.cause as usize;
-            add(&mut series.ns, new.blocked_ns[c], was.blocked_ns[c]);
+            add(&mut series.ns, new.blocked(c), was.blocked(c));
         }
         for series in &mut host.copy_bytes {
             let (d, k) = (series.direction as usize, series.host as usize);
-            add(
-                &mut series.bytes,
-                new.copy_bytes[d][k],
-                was.copy_bytes[d][k],
-            );
+            add(&mut series.bytes, new.copied(d, k), was.copied(d, k));
         }
         self.filed_at = now;
     }

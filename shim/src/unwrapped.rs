@@ -32,7 +32,7 @@ fn matches(slot: &Slot, name: &[u8]) -> bool {
 
 pub fn note(name: &CStr) {
     let name = name.to_bytes();
-    let name = &name[..name.len().min(NAME_BYTES - 1)];
+    let name = name.get(..NAME_BYTES - 1).unwrap_or(name);
     for slot in &NAMES {
         match slot.state.compare_exchange(0, 1, AcqRel, Acquire) {
             Ok(_) => {

@@ -21,7 +21,8 @@ pub struct CallSites {
     /// Captured calls (weighted) made from threads with no Python frames, and their time.
     pub native_calls: u64,
     pub native_ns: u64,
-    /// Captured calls whose site did not fit in the shim's table (256 sites).
+    /// Captured calls whose site did not fit in the shim's table (256 sites), or that found
+    /// the table in use by another capture or a dump (a capture never waits).
     pub dropped_calls: u64,
     pub dropped_ns: u64,
     /// The top sites (at most 32) by blocked time, largest first.

@@ -214,7 +214,9 @@ pub fn split_by_calls(from: u64, to: u64, events: &[HostEvent]) -> Vec<(u64, u64
             piece(at, time, &open);
             at = time;
         }
-        open[rank] += delta;
+        if let Some(n) = open.get_mut(rank) {
+            *n += delta;
+        }
     }
     if at < to {
         piece(at, to, &open);
@@ -823,6 +825,16 @@ impl Aggregator {
     }
 }
 
+/// A latency histogram in full, one count per bucket, made at its first count.
+type Dense = [u64; hist::BUCKETS];
+
+fn count_in(hist: &mut Option<Box<Dense>>, ns: u64) {
+    let counts = hist.get_or_insert_with(|| Box::new([0; hist::BUCKETS]));
+    if let Some(n) = counts.get_mut(hist::bucket_index(ns)) {
+        *n += 1;
+    }
+}
+
 fn scale(v: u64, factor: f64) -> u64 {
     (v as f64 * factor).round() as u64
 }
@@ -904,7 +916,9 @@ impl Series {
         if self.values.len() <= slot {
             self.values.resize(slot + 1, 0);
         }
-        self.values[slot] += n;
+        if let Some(v) = self.values.get_mut(slot) {
+            *v += n;
+        }
     }
 
     /// The part of `[start, end)` in each window.
@@ -1250,9 +1264,9 @@ struct DeviceAgg {
     last: u64,
     kernels: u64,
     kernel_ns: u64,
-    kernel_hist: Option<Box<[u64; hist::BUCKETS]>>,
+    kernel_hist: Option<Box<Dense>>,
     /// Idle gaps between two stretches of activity in one period.
-    gap_hist: Option<Box<[u64; hist::BUCKETS]>>,
+    gap_hist: Option<Box<Dense>>,
     /// Kernels and their time per grid-size bucket (`hist` layout), NCCL's left out.
     grid_blocks: BTreeMap<u32, (u64, u64)>,
     names: HashMap<usize, NamedKernel>,
@@ -1286,8 +1300,7 @@ impl DeviceAgg {
         self.kernels += 1;
         self.kernel_ns += ns;
         self.series.kernels.add(origin, end, 1);
-        self.kernel_hist
-            .get_or_insert_with(|| Box::new([0; hist::BUCKETS]))[hist::bucket_index(ns)] += 1;
+        count_in(&mut self.kernel_hist, ns);
         let key = name.map_or(0, |n| n.as_ptr() as usize);
         let room = self.names.len() < MAX_KERNEL_NAMES;
         let named = match self.names.entry(key) {
@@ -1444,9 +1457,7 @@ impl DeviceAgg {
             // launches made since may have run before this one, unrecorded.
             s.frontier = i.start;
         } else if i.start > s.run_end && s.run_end > 0 {
-            self.gap_hist
-                .get_or_insert_with(|| Box::new([0; hist::BUCKETS]))
-                [hist::bucket_index(i.start - s.run_end)] += 1;
+            count_in(&mut self.gap_hist, i.start - s.run_end);
         }
         if i.start >= self.sweep.frontier.max(self.sweep.run_end) {
             self.close_gap(origin, i.start, i.ends_gap);
@@ -1687,7 +1698,7 @@ impl DeviceAgg {
             }
         }
         // Counts scaled like the kernels, but for the buckets from `unscaled_from` on.
-        let dense = |h: &Option<Box<[u64; hist::BUCKETS]>>, unscaled_from: Option<u64>| {
+        let dense = |h: &Option<Box<Dense>>, unscaled_from: Option<u64>| {
             h.as_deref().map_or_else(
                 || Histogram(Vec::new()),
                 |d| {

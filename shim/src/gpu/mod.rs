@@ -16,12 +16,14 @@
 pub mod activity;
 pub mod cupti;
 mod cupti_places;
+mod duty;
 mod nvml;
 mod sampling;
 mod telemetry;
 
 use crate::config::CuptiMode;
 use crate::{clock, resolve};
+use duty::{AfterSlot, Detaching, KindSwitches, Look, Traced, Woke};
 use gpuspy_format::gpu::{Device, DeviceFacts, Gpu, SourceStatus};
 use nvml::{GpmSampler, Nvml};
 use std::collections::BTreeMap;
@@ -49,12 +51,6 @@ static MANAGED_MEMORY: AtomicBool = AtomicBool::new(false);
 /// Intervals younger than this stay unsettled: records of work still running when a flush
 /// happens come later.
 const SETTLE_MARGIN_NS: u64 = 500_000_000;
-/// How often the gpuspy thread looks for the first kernel launch after a managed
-/// allocation, to switch the unified-memory counters on (a step of the H200's staged
-/// managed loop takes 50-100 ms).
-const UM_LAUNCH_POLL_NS: u64 = 5_000_000;
-/// How long the unified-memory counters wait for that launch at most.
-const UM_LAUNCH_WAIT_NS: u64 = 5_000_000_000;
 /// The slow NVML queries (PCIe throughput, other processes) run every this many ticks.
 const SLOW_QUERY_TICKS: u64 = 10;
 /// CPU time the gpuspy thread has used, as of its last tick.
@@ -196,13 +192,7 @@ fn run() {
         ),
     };
     let sampled = settings.cupti != CuptiMode::Full && cupti.is_ok();
-    let mut duty = Switches {
-        traced: sampled.then(|| sampling::DutyCycle::adaptive(clock::unix_ns())),
-        unified_memory: None,
-        launches_at_managed: None,
-        sampled,
-        retry_at: 0,
-    };
+    let mut duty = KindSwitches::new(sampled, clock::unix_ns());
     set_status(|s| s.cupti = status(cupti));
     CUPTI_TRIED.store(true, Release);
     // NVML waits for the first context; CUPTI's buffers are drained meanwhile all the same.
@@ -211,7 +201,7 @@ fn run() {
             return;
         }
         cupti::collect(false, SETTLE_MARGIN_NS);
-        sleep_until(
+        switch_kinds_until(
             clock::monotonic_ns() + settings.interval.as_nanos() as u64,
             &mut duty,
         );
@@ -265,151 +255,79 @@ fn run() {
         cupti::collect(false, SETTLE_MARGIN_NS);
         COLLECTOR_CPU_NS.store(thread_cpu_ns(), Relaxed);
         tick += 1;
-        sleep_until(started + settings.interval.as_nanos() as u64, &mut duty);
+        switch_kinds_until(started + settings.interval.as_nanos() as u64, &mut duty);
     }
 }
 
-/// The duty cycles of the sampled mode: the traced kinds', and the unified-memory
-/// counters' once the program has managed memory.
-struct Switches {
-    traced: Option<sampling::DutyCycle>,
-    unified_memory: Option<sampling::DutyCycle>,
-    /// When the gpuspy thread found managed memory, and the host's kernel launches then.
-    launches_at_managed: Option<(u64, u64)>,
-    sampled: bool,
-    /// Unix ns before which the traced kinds' switch is not tried again: the last attempt
-    /// found the program's calls still in flight after its patience (`switch_traced_kinds`).
-    retry_at: u64,
-}
-
-/// Sleeps until `deadline` (monotonic ns), switching the duty cycles' kinds on and off at
-/// their times meanwhile. The cycles' times are Unix ns, as the records' are.
-/// After a switch of the traced kinds that the program's calls in flight held back, the
-/// next attempt: a blocking copy that waits for the queue ends within a few steps.
-const HOLD_RETRY_NS: u64 = 5_000_000;
-
-fn sleep_until(deadline: u64, duty: &mut Switches) {
+/// Sleeps until `deadline` (monotonic ns), switching CUPTI's kinds on and off meanwhile
+/// when `duty` says: it gathers what `duty` decides on and makes the calls it asks for.
+fn switch_kinds_until(deadline: u64, duty: &mut KindSwitches) {
     loop {
         let now = clock::monotonic_ns();
         if now >= deadline || FINISHED.load(Acquire) {
             return;
         }
-        let unix = clock::unix_ns();
-        if duty.sampled && duty.launches_at_managed.is_none() && MANAGED_MEMORY.load(Relaxed) {
-            duty.launches_at_managed = Some((now, crate::timeline::launches_so_far()));
-            if let Some(traced) = duty.traced.as_mut() {
-                traced.managed_memory(unix);
+        let managed_memory = MANAGED_MEMORY.load(Relaxed);
+        let wake = duty.woke(&Woke {
+            monotonic: now,
+            unix: clock::unix_ns(),
+            managed_memory,
+            launches: duty
+                .wants_launches(managed_memory)
+                .then(crate::timeline::launches_so_far),
+            nccl: crate::nccl::used(),
+        });
+        if wake.start_unified_memory {
+            cupti::switch_unified_memory(true);
+        }
+        match wake.traced {
+            Traced::Wait => {}
+            Traced::TurnOn => turn_traced_kinds_on(duty),
+            Traced::LookAtSlot => look_at_slot(duty),
+        }
+        if let Some(on) = wake.unified_memory {
+            cupti::switch_unified_memory(on);
+            duty.unified_memory_switched(clock::unix_ns());
+        }
+        let sleep = duty.sleep_ns(clock::unix_ns()).min(deadline - now);
+        std::thread::sleep(Duration::from_nanos(sleep));
+    }
+}
+
+fn turn_traced_kinds_on(duty: &mut KindSwitches) {
+    if cupti::switch_traced_kinds(true) {
+        duty.traced_on(clock::unix_ns());
+    } else {
+        duty.held_back(clock::unix_ns());
+    }
+}
+
+/// The slot's cost so far, at its end or inside a long one, and what follows from it.
+fn look_at_slot(duty: &mut KindSwitches) {
+    cupti::collect(false, SETTLE_MARGIN_NS);
+    let now = clock::unix_ns();
+    match duty.look_at_slot(now, cupti::this_slot()) {
+        Look::Continue => {}
+        Look::NextSlot => cupti::next_slot(now),
+        Look::TurnOff if !cupti::switch_traced_kinds(false) => duty.held_back(clock::unix_ns()),
+        Look::TurnOff => {
+            // The slot's records, gathered with the kinds off: its rate decides the next
+            // cycle.
+            cupti::collect(false, SETTLE_MARGIN_NS);
+            if duty.may_restart() && cupti::records_stopped() {
+                cupti::restart();
+            }
+            let detaching = Detaching {
+                allowed: cupti::may_detach_between_slots(),
+                awaited_records: cupti::awaited_records(),
+                switch_ns: cupti::switch_cost_ns(),
+            };
+            match duty.slot_ended(clock::unix_ns(), cupti::this_slot(), &detaching) {
+                AfterSlot::TurnOn => turn_traced_kinds_on(duty),
+                AfterSlot::Detach => cupti::detach(),
+                AfterSlot::StayAttached => {}
             }
         }
-        // The counters' cycle starts at the first kernel launch after the allocation: begun
-        // at the allocation, its first slot saw the host fill the memory (every round of
-        // the H200's staged loops, 2026-12-01), and a run shorter than the cycle had only
-        // those set-up faults, scaled up to the whole run. At most `UM_LAUNCH_WAIT_NS`
-        // later: a program that only replays CUDA graphs makes no `cuLaunch*` call.
-        let mut wake = deadline;
-        if let Some((found, launches)) = duty
-            .launches_at_managed
-            .filter(|_| duty.unified_memory.is_none())
-        {
-            if now >= found + UM_LAUNCH_WAIT_NS || crate::timeline::launches_so_far() > launches {
-                duty.unified_memory = Some(sampling::DutyCycle::unified_memory(unix));
-                cupti::switch_unified_memory(true);
-            } else {
-                wake = wake.min(now + UM_LAUNCH_POLL_NS);
-            }
-        }
-        let mut held_back = false;
-        let retry_at = duty.retry_at;
-        if let Some(traced) = duty
-            .traced
-            .as_mut()
-            .filter(|d| unix >= d.wake_at().max(retry_at))
-        {
-            if !traced.is_on() {
-                if cupti::switch_traced_kinds(true) {
-                    traced.turned_on(clock::unix_ns());
-                } else {
-                    held_back = true;
-                }
-            } else if crate::nccl::used() {
-                // With NCCL the kinds stay on, as under GPUSPY_CUPTI=full: 2 of 5 DDP jobs
-                // on two H200s had a rank segfault while they were switched off and on
-                // every slot (72-91 times a job; bench/results/gpu-2026-11-30-run9-ddp).
-                // The cause is not known; full capture ran DDP cleanly on 2026-11-29.
-                traced.turned_on(clock::unix_ns());
-            } else {
-                // The slot's cost so far, at its end or inside a long one.
-                cupti::collect(false, SETTLE_MARGIN_NS);
-                let ends = traced.ends_now(clock::unix_ns(), cupti::this_slot().0);
-                if ends && !cupti::switch_traced_kinds(false) {
-                    held_back = true;
-                } else if ends {
-                    // The slot's records, gathered with the kinds off: its rate decides the
-                    // next cycle.
-                    cupti::collect(false, SETTLE_MARGIN_NS);
-                    // Kernel records that stopped come back with CUPTI attached anew. Not once
-                    // the program has managed memory: the detach drops the unified-memory
-                    // counters' configuration, which the traced kinds' attach does not renew.
-                    if duty.launches_at_managed.is_none() && cupti::records_stopped() {
-                        cupti::restart();
-                    }
-                    // Off for a while, CUPTI is detached: attached, it costs every launch
-                    // (`cupti::detach`). Managed memory keeps it attached (the traced kinds'
-                    // fixed cycle never detaches, nor does the counters' own once on):
-                    // configured again after a detach, the counters recorded no fault on the H200.
-                    // So do kernels still queued from the slot: a detach flushes their
-                    // records back untimed and waits for them. A Triton loop with ~4 s of
-                    // 2.3 ms kernels queued had a detach take 1.7 s, one of its launches
-                    // blocked 1.6 s behind it, and 1,811 records untimed: its busy time read
-                    // 0.6 % (bench/results/gpu-2026-12-01-run11-phases-2).
-                    let detachable = duty.unified_memory.is_none()
-                        && cupti::may_detach_between_slots()
-                        && cupti::awaited_records() <= sampling::AWAITED_RECORDS_TO_DETACH;
-                    traced.switching_costs(detachable.then(cupti::switch_cost_ns));
-                    let (cost, launches) = cupti::this_slot();
-                    let next = traced.slot_ended(clock::unix_ns(), cost, launches);
-                    if next.slots == 1 {
-                        if cupti::switch_traced_kinds(true) {
-                            traced.turned_on(clock::unix_ns());
-                        } else {
-                            held_back = true;
-                        }
-                    } else if next.detach {
-                        cupti::detach();
-                    }
-                } else if unix >= traced.next_at() {
-                    // Within budget, the next slot follows with the kinds left on: only the
-                    // count of records starts again. A job cheap to record was switched off
-                    // and on at every slot end, 5 to 50 times a second, changing CUPTI's
-                    // state under the program's running kernels for nothing.
-                    let now = clock::unix_ns();
-                    let (cost, launches) = cupti::this_slot();
-                    cupti::next_slot(now);
-                    traced.slot_ended(now, cost, launches);
-                    traced.turned_on(now);
-                }
-            }
-        }
-        if let Some(um) = duty.unified_memory.as_mut().filter(|d| unix >= d.next_at()) {
-            if um.is_on() {
-                cupti::switch_unified_memory(false);
-                um.slot_ended(clock::unix_ns(), 0, 0);
-            } else {
-                cupti::switch_unified_memory(true);
-                um.turned_on(clock::unix_ns());
-            }
-        }
-        if held_back {
-            duty.retry_at = clock::unix_ns() + HOLD_RETRY_NS;
-        }
-        let unix = clock::unix_ns();
-        if let Some(traced) = &duty.traced {
-            wake = wake.min(now + traced.wake_at().max(duty.retry_at).saturating_sub(unix));
-        }
-        if let Some(um) = &duty.unified_memory {
-            wake = wake.min(now + um.wake_at().saturating_sub(unix));
-        }
-        std::thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
     }
 }
 
@@ -448,8 +366,13 @@ fn mig_uuid(ordinal: u32) -> Option<std::ffi::CString> {
     if !ok {
         return None;
     }
-    let hex =
-        |r: std::ops::Range<usize>| -> String { b[r].iter().map(|x| format!("{x:02x}")).collect() };
+    let hex = |r: std::ops::Range<usize>| -> String {
+        b.iter()
+            .take(r.end)
+            .skip(r.start)
+            .map(|x| format!("{x:02x}"))
+            .collect()
+    };
     let uuid = format!(
         "MIG-{}-{}-{}-{}-{}",
         hex(0..4),

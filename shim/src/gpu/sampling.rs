@@ -51,7 +51,7 @@ pub const MANAGED_CYCLE: u64 = MANAGED_COST_PPM.div_ceil(BUDGET_PPM);
 
 /// Kernel records still awaited at a slot's end, at most, for CUPTI to be detached: the
 /// last launches of a launch-bound loop, and one at each switch's edge, whose kernel
-/// starts after the kinds are off; not a queue of long kernels (`gpu::sleep_until`).
+/// starts after the kinds are off; not a queue of long kernels (`duty::KindSwitches::slot_ended`).
 pub const AWAITED_RECORDS_TO_DETACH: u64 = 64;
 
 /// What an attached CUPTI costs each launch once a traced kind has been on, whether the

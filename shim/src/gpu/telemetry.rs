@@ -232,7 +232,11 @@ impl TelemetryAgg {
         if self.series.len() <= slot {
             self.series.resize(slot + 1, SeriesPoint::default());
         }
-        let gpm = |i: usize| s.gpm.and_then(|r| r[i]).unwrap_or(0.0);
+        let gpm = |i: usize| {
+            s.gpm
+                .and_then(|r| r.get(i).copied().flatten())
+                .unwrap_or(0.0)
+        };
         if let Some(point) = self.series.get_mut(slot) {
             *point = point.merge(SeriesPoint {
                 gpu_util_pct: s.gpu_util_pct.unwrap_or(0.0),
@@ -271,7 +275,7 @@ impl TelemetryAgg {
                 })
                 .collect()
         };
-        let gauge = |i: usize| self.gpm[i].gauge();
+        let gauge = |i: usize| self.gpm.get(i).and_then(GaugeAcc::gauge);
         Telemetry {
             interval_ms: self.interval_ms,
             samples: self.samples,

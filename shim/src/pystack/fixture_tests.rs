@@ -349,11 +349,12 @@ fn walk_and_resolve(l: &Layout, hook: usize) -> Vec<Frame> {
             }
         ]
     );
+    // A table of its own: the process's is the skip test's.
+    let mut t = sites::tests::table();
     // SAFETY: as above; the objects outlive the call.
-    unsafe { sites::add(l, hook, None, &raw[..n], 1, 5_000) };
-    let summary = sites::summary();
-    let site = summary
-        .sites
+    unsafe { sites::tests::add_call(&mut t, l, hook, &raw[..n], 5_000) };
+    let top = sites::tests::top(&t);
+    let site = top
         .iter()
         .find(|s| s.api == crate::hooks::HOOK_NAMES[hook].trim_end_matches('\0'))
         .expect("the site is in the table");
@@ -450,7 +451,7 @@ fn a_code_object_freed_and_reused_gets_an_entry_of_its_own() {
     let mut t = sites::tests::table();
     let frame = RawFrame { code, offset: 0 };
     // SAFETY: the code object is complete in `m` (both times).
-    unsafe { sites::tests::add_one(&mut t, &l, 0, frame, 300_000) };
+    unsafe { sites::tests::add_call(&mut t, &l, 0, &[frame], 300_000) };
     // Another code object at the same address: other strings, another line table.
     let (file, name, table) = (
         m.str(&l, "/b.py"),
@@ -461,7 +462,7 @@ fn a_code_object_freed_and_reused_gets_an_entry_of_its_own() {
     m.word(code + l.code_name, name);
     m.word(code + l.code_line_table, table);
     // SAFETY: as above.
-    unsafe { sites::tests::add_one(&mut t, &l, 0, frame, 200_000) };
+    unsafe { sites::tests::add_call(&mut t, &l, 0, &[frame], 200_000) };
     let named: Vec<(String, u32, String)> = sites::tests::top(&t)
         .into_iter()
         .map(|s| {
@@ -488,11 +489,11 @@ fn a_full_table_keeps_the_top_sites_and_counts_the_rest_as_dropped() {
     for hook in 0..257 {
         // SAFETY: the code object is complete in `m`.
         unsafe {
-            sites::tests::add_one(
+            sites::tests::add_call(
                 &mut t,
                 &l,
                 hook,
-                RawFrame { code, offset: 0 },
+                &[RawFrame { code, offset: 0 }],
                 100_000 + hook as u64,
             )
         };
@@ -502,4 +503,108 @@ fn a_full_table_keeps_the_top_sites_and_counts_the_rest_as_dropped() {
     assert_eq!(top.len(), sites::TOP_SITES);
     assert_eq!(top[0].blocked_ns, 100_255);
     assert_eq!(top[31].blocked_ns, 100_224);
+}
+
+/// The tests that add to the process's call-site table, one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[test]
+fn a_capture_that_finds_the_table_in_use_counts_its_call_as_dropped() {
+    let _serial = serial();
+    let l = layout::for_version(0x030b07f0).unwrap();
+    let mut m = Memory::new();
+    let code = m.code(&l, "/a.py", "f", 10, &[0x80 | 13 << 3 | 7, 2]);
+    let before = sites::summary();
+    let held = sites::tests::hold_table();
+    // SAFETY: the code object is complete in `m`.
+    unsafe { sites::add(&l, 0, None, &[RawFrame { code, offset: 0 }], 3, 1_000) };
+    drop(held);
+    let after = sites::summary();
+    assert_eq!(
+        (
+            after.captures - before.captures,
+            after.dropped_calls - before.dropped_calls,
+            after.dropped_ns - before.dropped_ns,
+            after.sites.len(),
+        ),
+        (1, 3, 3_000, before.sites.len())
+    );
+}
+
+/// The fake interpreter's thread state, the same for every thread.
+static THREAD_STATE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn initialized() -> std::ffi::c_int {
+    1
+}
+
+extern "C" fn this_thread_state() -> *mut std::ffi::c_void {
+    THREAD_STATE.load(std::sync::atomic::Ordering::Relaxed) as *mut std::ffi::c_void
+}
+
+/// What `UPCALLS.call_site` runs for a picked call, from 8 threads at once into the
+/// process's table: no allocation, and every call counted, at its site or, where another
+/// thread held the table, as dropped.
+#[test]
+fn call_site_capture_does_not_allocate() {
+    let _serial = serial();
+    let l = layout::for_version(0x030b07f0).unwrap();
+    let mut m = Memory::new();
+    let table = [0x80 | 13 << 3 | 7, 2];
+    let (outer, inner) = (
+        m.code(&l, "/noalloc/main.py", "main", 1, &table),
+        m.code(&l, "/noalloc/step.py", "step", 40, &table),
+    );
+    let main_frame = m.frame(&l, outer, 0, 0, 0);
+    let inner_frame = m.frame(&l, inner, 0, main_frame, 0);
+    THREAD_STATE.store(
+        m.thread_state(&l, inner_frame),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    let py = super::Interpreter {
+        layout: l,
+        code_type: CODE_TYPE,
+        is_initialized: initialized,
+        this_thread_state,
+    };
+    let hook = crate::hooks::Hook::cuStreamSynchronize as usize;
+    let cause = Some(gpuspy_format::SyncCause::Explicit);
+    let site_calls = |s: &sites::Summary| {
+        s.sites
+            .iter()
+            .filter(|s| {
+                s.frames
+                    .first()
+                    .is_some_and(|f| f.file == "/noalloc/step.py")
+            })
+            .map(|s| s.calls)
+            .sum::<u64>()
+    };
+    let before = sites::summary();
+    let allocations = crate::no_alloc_tests::allocations();
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                crate::no_alloc_tests::counting(|| {
+                    for _ in 0..10_000 {
+                        // Over the threshold: each capture stands for one call.
+                        super::capture_in(&py, hook, cause, 200_000);
+                    }
+                })
+            });
+        }
+    });
+    assert_eq!(crate::no_alloc_tests::allocations(), allocations);
+    let after = sites::summary();
+    assert_eq!(after.captures - before.captures, 80_000);
+    assert_eq!(
+        site_calls(&after) - site_calls(&before) + after.dropped_calls - before.dropped_calls,
+        80_000
+    );
+    assert!(site_calls(&after) > site_calls(&before));
 }

@@ -30,9 +30,10 @@ pub fn line_at(format: Format, table: &[u8], first_line: i64, offset: i64) -> Op
 fn pairs_310(table: &[u8], first_line: i64, offset: i64) -> Option<i64> {
     let (mut line, mut end) = (first_line, 0i64);
     for pair in table.chunks_exact(2) {
+        let &[advance, delta] = pair else { break };
         let start = end;
-        end += i64::from(pair[0]);
-        let delta = pair[1] as i8;
+        end += i64::from(advance);
+        let delta = delta as i8;
         let this = (delta != -128).then(|| {
             line += i64::from(delta);
             line

@@ -67,13 +67,17 @@ static FOUND: OnceLock<Found> = OnceLock::new();
 #[cold]
 #[inline(never)]
 pub fn capture(hook: usize, cause: Option<SyncCause>, ns: u64) {
+    if let Found::Ready(py) = FOUND.get_or_init(find) {
+        capture_in(py, hook, cause, ns);
+    }
+}
+
+/// `capture`, with the interpreter found.
+fn capture_in(py: &Interpreter, hook: usize, cause: Option<SyncCause>, ns: u64) {
     let weight = if ns >= CALL_SITE_THRESHOLD_NS {
         1
     } else {
         CALL_SITE_SAMPLE_EVERY
-    };
-    let Found::Ready(py) = FOUND.get_or_init(find) else {
-        return;
     };
     let start = std::time::Instant::now();
     // SAFETY: both are CPython functions without arguments, callable from any thread

@@ -1,17 +1,20 @@
 //! The call-site table: per (driver function, sync cause, stack) the calls and the time
 //! they blocked. Fixed-size and static, so a capture never allocates: 256 sites, 1024 code
-//! objects and 64 KiB of names; what does not fit is counted as dropped. A dump keeps the
-//! top `TOP_SITES` by blocked time.
+//! objects and 64 KiB of names; what does not fit is counted as dropped, and so is a call
+//! whose capture finds the table in use: a capture never waits. A dump keeps the top
+//! `TOP_SITES` by blocked time.
 
 use super::layout::Layout;
 use super::linetable;
 use super::walk::{self, CodeFields, RawFrame};
 use super::MAX_FRAMES;
+#[cfg(test)]
+use crate::forklock::SpinGuard;
+use crate::forklock::SpinLock;
 use crate::hooks::HOOK_NAMES;
 use gpuspy_format::callsites::{CallSite, Frame};
 use gpuspy_format::SyncCause;
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU64, Ordering::*};
 
 /// Sites a dump keeps, by blocked time.
 pub const TOP_SITES: usize = 32;
@@ -94,16 +97,6 @@ const EMPTY_CODE: Code = Code {
     function: EMPTY_TEXT,
 };
 
-/// The table behind a spin lock: a capture holds it for a few microseconds, and a forked
-/// child must be able to take it whatever thread of the parent held it.
-struct Guarded {
-    busy: AtomicBool,
-    table: UnsafeCell<Table>,
-}
-
-// SAFETY: `table` is only reached through `with_table`, which holds `busy`.
-unsafe impl Sync for Guarded {}
-
 const EMPTY_TABLE: Table = Table {
     sites: [EMPTY_SITE; SITES],
     site_count: 0,
@@ -117,10 +110,8 @@ const EMPTY_TABLE: Table = Table {
     dropped_ns: 0,
 };
 
-static TABLE: Guarded = Guarded {
-    busy: AtomicBool::new(false),
-    table: UnsafeCell::new(EMPTY_TABLE),
-};
+/// A capture holds it for a few microseconds; one that finds it held skips its call.
+static TABLE: SpinLock<Table> = SpinLock::new(EMPTY_TABLE);
 
 /// Calls captured from threads with no Python frames (weighted), and their blocked time.
 static NATIVE_CALLS: AtomicU64 = AtomicU64::new(0);
@@ -129,22 +120,14 @@ static NATIVE_NS: AtomicU64 = AtomicU64::new(0);
 static CAPTURES: AtomicU64 = AtomicU64::new(0);
 static CAPTURE_NS: AtomicU64 = AtomicU64::new(0);
 
+/// Captured calls (weighted), and their blocked time, that found the table held by another
+/// capture or a dump: counted with the dropped ones, as a capture inside the program's call
+/// never waits.
+static SKIPPED_CALLS: AtomicU64 = AtomicU64::new(0);
+static SKIPPED_NS: AtomicU64 = AtomicU64::new(0);
+
 pub fn add_capture_time(took: std::time::Duration) {
     CAPTURE_NS.fetch_add(took.as_nanos() as u64, Relaxed);
-}
-
-fn with_table<R>(f: impl FnOnce(&mut Table) -> R) -> R {
-    while TABLE
-        .busy
-        .compare_exchange_weak(false, true, Acquire, Relaxed)
-        .is_err()
-    {
-        std::hint::spin_loop();
-    }
-    // SAFETY: `busy` is held, so this is the only reference.
-    let result = f(unsafe { &mut *TABLE.table.get() });
-    TABLE.busy.store(false, Release);
-    result
 }
 
 /// A call from a thread that has no Python frames.
@@ -168,8 +151,14 @@ pub unsafe fn add(
     ns: u64,
 ) {
     CAPTURES.fetch_add(1, Relaxed);
-    // SAFETY: our contract.
-    with_table(|t| unsafe { t.add(layout, hook, cause, frames, weight, ns) });
+    match TABLE.try_lock() {
+        // SAFETY: our contract.
+        Some(mut table) => unsafe { table.add(layout, hook, cause, frames, weight, ns) },
+        None => {
+            SKIPPED_CALLS.fetch_add(weight, Relaxed);
+            SKIPPED_NS.fetch_add(ns.saturating_mul(weight), Relaxed);
+        }
+    }
 }
 
 impl Table {
@@ -212,7 +201,7 @@ impl Table {
 
     /// The top sites by blocked time.
     fn top(&self) -> Vec<CallSite> {
-        let mut order: Vec<&Site> = self.sites[..self.site_count].iter().collect();
+        let mut order: Vec<&Site> = self.sites.iter().take(self.site_count).collect();
         order.sort_by_key(|s| std::cmp::Reverse(s.blocked_ns));
         order
             .into_iter()
@@ -235,32 +224,41 @@ pub struct Summary {
 
 /// Cold (dump time): may allocate.
 pub fn summary() -> Summary {
-    let (sites, dropped_calls, dropped_ns) =
-        with_table(|t| (t.top(), t.dropped_calls, t.dropped_ns));
+    let (sites, dropped_calls, dropped_ns) = {
+        let t = TABLE.lock();
+        (t.top(), t.dropped_calls, t.dropped_ns)
+    };
     Summary {
         sites,
         captures: CAPTURES.load(Relaxed),
         capture_ns: CAPTURE_NS.load(Relaxed),
         native_calls: NATIVE_CALLS.load(Relaxed),
         native_ns: NATIVE_NS.load(Relaxed),
-        dropped_calls,
-        dropped_ns,
+        dropped_calls: dropped_calls.saturating_add(SKIPPED_CALLS.load(Relaxed)),
+        dropped_ns: dropped_ns.saturating_add(SKIPPED_NS.load(Relaxed)),
     }
 }
 
 /// Empties the table (a fork child: its own calls only). One thread runs then.
 pub fn reset() {
-    TABLE.busy.store(false, Release);
-    with_table(|t| {
-        t.site_count = 0;
-        t.site_slots.fill(0);
-        t.code_count = 0;
-        t.code_slots.fill(0);
-        t.pool_len = 0;
-        t.dropped_calls = 0;
-        t.dropped_ns = 0;
-    });
-    for counter in [&NATIVE_CALLS, &NATIVE_NS, &CAPTURES, &CAPTURE_NS] {
+    TABLE.reset_in_child();
+    let mut t = TABLE.lock();
+    t.site_count = 0;
+    t.site_slots.fill(0);
+    t.code_count = 0;
+    t.code_slots.fill(0);
+    t.pool_len = 0;
+    t.dropped_calls = 0;
+    t.dropped_ns = 0;
+    drop(t);
+    for counter in [
+        &NATIVE_CALLS,
+        &NATIVE_NS,
+        &CAPTURES,
+        &CAPTURE_NS,
+        &SKIPPED_CALLS,
+        &SKIPPED_NS,
+    ] {
         counter.store(0, Relaxed);
     }
 }
@@ -297,13 +295,12 @@ impl Table {
     unsafe fn code(&mut self, layout: &Layout, address: usize, fields: CodeFields) -> u32 {
         let start = slot_of(address as u64, CODE_SLOTS);
         for probe in 0..CODE_SLOTS {
-            let slot = (start + probe) % CODE_SLOTS;
-            let index = match self.code_slots[slot] {
-                0 => break,
-                i => usize::from(i) - 1,
+            let index = match self.code_slots.get((start + probe) % CODE_SLOTS) {
+                Some(0) | None => break,
+                Some(&i) => usize::from(i) - 1,
             };
-            let code = &self.codes[index];
-            if code.address == address && code.fields == fields {
+            let same = |c: &Code| c.address == address && c.fields == fields;
+            if self.codes.get(index).is_some_and(same) {
                 return index as u32;
             }
         }
@@ -318,7 +315,10 @@ impl Table {
             )
         };
         let index = self.code_count;
-        self.codes[index] = Code {
+        let Some(entry) = self.codes.get_mut(index) else {
+            return NO_CODE;
+        };
+        *entry = Code {
             address,
             fields,
             file,
@@ -326,10 +326,11 @@ impl Table {
         };
         self.code_count += 1;
         if let Some(slot) = (0..CODE_SLOTS)
-            .map(|p| (start + p) % CODE_SLOTS)
-            .find(|&s| self.code_slots[s] == 0)
+            .filter_map(|p| self.code_slots.get((start + p) % CODE_SLOTS))
+            .position(|&s| s == 0)
+            .and_then(|p| self.code_slots.get_mut((start + p) % CODE_SLOTS))
         {
-            self.code_slots[slot] = index as u16 + 1;
+            *slot = index as u16 + 1;
         }
         index as u32
     }
@@ -366,30 +367,33 @@ impl Table {
     /// The site of `key`, added if new; None when the table is full.
     fn site(&mut self, key: &Key) -> Option<&mut Site> {
         let mut hash = u64::from(key.hook) << 16 | u64::from(key.cause) << 8 | u64::from(key.depth);
-        for &(code, line) in &key.frames[..usize::from(key.depth)] {
+        for &(code, line) in key.frames.iter().take(usize::from(key.depth)) {
             hash = hash.rotate_left(5) ^ (u64::from(code) << 32 | u64::from(line));
         }
         let start = slot_of(hash, SITE_SLOTS);
         for probe in 0..SITE_SLOTS {
-            let slot = (start + probe) % SITE_SLOTS;
-            match self.site_slots[slot] {
+            let slot = self.site_slots.get_mut((start + probe) % SITE_SLOTS)?;
+            match *slot {
                 0 => {
-                    if self.site_count == SITES {
+                    let index = self.site_count;
+                    if index == SITES {
                         return None;
                     }
-                    let index = self.site_count;
                     self.site_count += 1;
-                    self.site_slots[slot] = index as u16 + 1;
-                    self.sites[index] = Site {
+                    *slot = index as u16 + 1;
+                    let site = self.sites.get_mut(index)?;
+                    *site = Site {
                         key: *key,
                         ..EMPTY_SITE
                     };
-                    return self.sites.get_mut(index);
+                    return Some(site);
                 }
-                i if self.sites[usize::from(i) - 1].key == *key => {
-                    return self.sites.get_mut(usize::from(i) - 1);
+                i => {
+                    let index = usize::from(i) - 1;
+                    if self.sites.get(index).is_some_and(|s| s.key == *key) {
+                        return self.sites.get_mut(index);
+                    }
                 }
-                _ => {}
             }
         }
         None
@@ -401,8 +405,11 @@ impl Table {
     }
 
     fn call_site(&self, s: &Site) -> CallSite {
-        let frames = s.key.frames[..usize::from(s.key.depth)]
+        let frames = s
+            .key
+            .frames
             .iter()
+            .take(usize::from(s.key.depth))
             .map(|&(code, line)| match self.codes.get(code as usize) {
                 Some(c) if (code as usize) < self.code_count => Frame {
                     file: self.text(c.file),
@@ -442,13 +449,24 @@ pub(super) mod tests {
         unsafe { t.assume_init() }
     }
 
-    /// Adds a one-frame call to `t`.
+    /// Adds a call from `frames` (innermost first) to `t`.
     ///
     /// # Safety
-    /// `frame`'s code object is alive in `layout`.
-    pub unsafe fn add_one(t: &mut Table, layout: &Layout, hook: usize, frame: RawFrame, ns: u64) {
+    /// The frames' code objects are alive in `layout`.
+    pub unsafe fn add_call(
+        t: &mut Table,
+        layout: &Layout,
+        hook: usize,
+        frames: &[RawFrame],
+        ns: u64,
+    ) {
         // SAFETY: the caller's contract.
-        unsafe { t.add(layout, hook, None, &[frame], 1, ns) }
+        unsafe { t.add(layout, hook, None, frames, 1, ns) }
+    }
+
+    /// The process's table, held as another capture or a dump would.
+    pub fn hold_table() -> SpinGuard<'static, Table> {
+        TABLE.lock()
     }
 
     pub fn top(t: &Table) -> Vec<CallSite> {
