@@ -7,6 +7,7 @@ mod comm_bound;
 mod ecc;
 pub(crate) mod gpu_data;
 pub(crate) mod gpu_shared;
+pub(crate) mod framework;
 mod h2d_bound;
 mod input_starved;
 mod launch_bound;
