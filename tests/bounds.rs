@@ -14,10 +14,22 @@ use std::process::Command;
 /// recorded on the H200 for issue 36: each archive with the folder in it that holds one
 /// directory of dumps per run.
 const REAL_LIBRARY_DUMPS: [(&str, &str); 4] = [
-    ("bench/results/gpu-2026-12-02-reallib-3/dumps.tar.gz", "dumps/short"),
-    ("bench/results/gpu-2026-12-03-reallib-5-long/dumps.tar.gz", "dumps/long"),
-    ("bench/results/gpu-2026-12-03-reallib-6/dumps-short.tar.gz", "dumps/short"),
-    ("bench/results/gpu-2026-12-03-reallib-6/dumps-long.tar.gz", "dumps/long"),
+    (
+        "bench/results/gpu-2026-12-02-reallib-3/dumps.tar.gz",
+        "dumps/short",
+    ),
+    (
+        "bench/results/gpu-2026-12-03-reallib-5-long/dumps.tar.gz",
+        "dumps/long",
+    ),
+    (
+        "bench/results/gpu-2026-12-03-reallib-6/dumps-short.tar.gz",
+        "dumps/short",
+    ),
+    (
+        "bench/results/gpu-2026-12-03-reallib-6/dumps-long.tar.gz",
+        "dumps/long",
+    ),
 ];
 
 /// The impacts outside [0, 1] in a report, and the printed shares over 100 %, as messages.

@@ -51,7 +51,10 @@ pub fn framework(p: &Profile) -> Option<Framework> {
             *calls.entry(f).or_default() += site.calls;
         }
     }
-    calls.into_iter().max_by_key(|&(f, n)| (n, f)).map(|(f, _)| f)
+    calls
+        .into_iter()
+        .max_by_key(|&(f, n)| (n, f))
+        .map(|(f, _)| f)
 }
 
 #[cfg(test)]
@@ -89,12 +92,15 @@ mod tests {
         let storage = format!("{VENV}/torch/storage.py");
         p.call_sites = vec![
             site(3, &[&storage, &generate, "/work/train.py"]),
-            site(2, &[&format!("{VENV}/jaxlib/xla_client.py"), "/work/train.py"]),
+            site(
+                2,
+                &[&format!("{VENV}/jaxlib/xla_client.py"), "/work/train.py"],
+            ),
         ];
         assert_eq!(framework(&p), Some(Framework::Torch));
         p.call_sites.push(site(
             4,
-            &[&format!("/usr/lib/python3/dist-packages/cupy/_core/core.py")],
+            &["/usr/lib/python3/dist-packages/cupy/_core/core.py"],
         ));
         assert_eq!(framework(&p), Some(Framework::CuPy));
         // User code in a folder named like a framework is not it.

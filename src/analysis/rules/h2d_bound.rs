@@ -110,7 +110,8 @@ mod tests {
         assert!(!f.heuristic);
         assert_eq!(f.evidence["link_gb_per_s"], 63.0);
         assert!(
-            f.summary.starts_with("Host-to-device copies used about 80 % of the 63 GB/s link."),
+            f.summary
+                .starts_with("Host-to-device copies used about 80 % of the 63 GB/s link."),
             "{}",
             f.summary
         );

@@ -1,5 +1,5 @@
-use super::gpu_data::short_idle_share;
 use super::framework::{framework, Framework};
+use super::gpu_data::short_idle_share;
 use crate::analysis::phases::{at, IdleKind, SteadyGpu, SteadyState};
 use crate::analysis::profile::{Profile, LAUNCH_APIS};
 use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule, Severity};
@@ -343,7 +343,8 @@ fn fixed_kernel_time(s: &SteadyState, g: &SteadyGpu) -> f64 {
 }
 
 const JAX_FIX: &str = "Compile the step with jax.jit: XLA fuses its ops into a few kernels and dispatches them at once.";
-const CUPY_FIX: &str = "Fuse the elementwise ops into one kernel: cupy.fuse or cupy.ElementwiseKernel.";
+const CUPY_FIX: &str =
+    "Fuse the elementwise ops into one kernel: cupy.fuse or cupy.ElementwiseKernel.";
 const TORCH_FIX: &str = "Capture the step in a CUDA graph: torch.cuda.CUDAGraph, or torch.compile(mode=\"reduce-overhead\").";
 const GRAPH_FIX: &str = "Capture the step in a CUDA graph (cudaStreamBeginCapture, cudaGraphLaunch), or launch fewer, larger kernels.";
 
@@ -453,7 +454,8 @@ mod tests {
             f.evidence["kernel_us_at_launch_rate"]
         );
         assert!(
-            f.summary.contains("Launching took 40.0 % of the steady state."),
+            f.summary
+                .contains("Launching took 40.0 % of the steady state."),
             "{}",
             f.summary
         );
