@@ -125,9 +125,9 @@ fn the_simulated_step_shows_one_figure_per_quantity_in_every_view() {
     // Which steps fall in the steady state depends on timing: all of them, or all but a few.
     let summary = pageable["summary"].as_str().unwrap();
     assert!(
-        summary.starts_with(&format!("{copies} async copies from"))
+        summary.ends_with(&format!("They were {copies} async copies."))
             || summary.contains(&format!(
-                "async copies in the steady state (of the run's {copies})"
+                "async copies in the steady state (of the run's {copies})."
             )),
         "{pageable}"
     );

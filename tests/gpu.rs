@@ -602,7 +602,7 @@ fn nvml_telemetry_and_facts_reach_the_dump_and_the_rules() {
     assert!(finding("clocks-throttled")["summary"]
         .as_str()
         .unwrap()
-        .contains("mean SM clock 75.0 % of its maximum; the power limit is lowered to 500 W of the default 700 W"));
+        .contains("Its mean SM clock was 75.0 % of its maximum. The power limit is lowered to 500 W, from a default of 700 W."));
     assert_eq!(finding("gpu-shared")["evidence"]["other_processes"], 1);
     let layer = |name: &str| {
         r["layers"]

@@ -100,19 +100,16 @@ fn diagnosis(out: &mut String, r: &Report) {
         .and_then(|id| r.findings.iter().find(|f| f.id == id));
     match verdict {
         Some(f) => {
+            // The fix first, then what it saves, then why.
             let _ = writeln!(
                 out,
-                "\nVerdict: {} ({} layer){}: {}",
+                "\nVerdict: {} ({} layer){}\n  fix: {}\n  estimated time lost: {} of the run's time\n  evidence: {}",
                 f.id,
                 f.layer.name(),
                 if f.heuristic { ", heuristic" } else { "" },
-                Escaped(&f.summary)
-            );
-            let _ = writeln!(
-                out,
-                "  estimated time lost: {} of the run's time; fix: {}",
+                Escaped(f.fix),
                 whole_percent(f.impact),
-                Escaped(f.fix)
+                Escaped(&f.summary)
             );
             call_sites(out, f, "  ");
         }

@@ -92,12 +92,12 @@ and reuse them, or use `cudaMallocAsync` pools."
         let free_syncs = p.sync(SyncCause::Free).map_or(0, |l| l.calls);
         let summary = match gpu {
             Some(_) => format!(
-                "{allocs} allocations and {frees} frees went to the driver ({per_s:.0}/s), {:.1} % of {of_steady}; the GPU sat idle while the host allocated {:.1} % of it",
-                time_share * 100.0,
-                impact * 100.0
+                "The GPU sat idle while the host allocated {:.1} % of {of_steady}. Allocations and frees went to the driver {per_s:.0} times a second. They took {:.1} % of it.",
+                impact * 100.0,
+                time_share * 100.0
             ),
             None => format!(
-                "{allocs} allocations and {frees} frees went to the driver ({per_s:.0}/s), {:.1} % of {of_steady}",
+                "Allocations and frees went to the driver {per_s:.0} times a second. They took {:.1} % of {of_steady}.",
                 time_share * 100.0
             ),
         };

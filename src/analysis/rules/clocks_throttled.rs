@@ -79,7 +79,7 @@ persistence mode, and application clocks where the operator allows them."
                 .map(|e| format!("{} in {} of {} samples", e.reason, e.samples, t.samples))
                 .collect();
             let mut summary = format!(
-                "GPU {} was clock-throttled in {} of samples ({}); mean SM clock {} of its maximum",
+                "GPU {} was clock-throttled in {} of samples ({}). Its mean SM clock was {} of its maximum.",
                 d.ordinal,
                 pct(share(throttled, t.samples)),
                 reasons.join(", "),
@@ -87,12 +87,12 @@ persistence mode, and application clocks where the operator allows them."
             );
             match limits {
                 Some((Some(enforced), Some(default))) if lowered => summary.push_str(&format!(
-                    "; the power limit is lowered to {} W of the default {} W",
+                    " The power limit is lowered to {} W, from a default of {} W.",
                     enforced / 1000,
                     default / 1000
                 )),
                 _ if power_bound => summary.push_str(
-                    ": the GPU drew its power limit, as dense math does at the default limit, so nothing is lost to a fault",
+                    " The GPU drew its power limit, as dense math does at the default limit: no fault.",
                 ),
                 _ => {}
             }
@@ -201,7 +201,7 @@ mod tests {
         assert!((f.impact - 0.1).abs() < 1e-9, "{}", f.impact);
         assert!(
             f.summary
-                .contains("the power limit is lowered to 500 W of the default 700 W"),
+                .contains("The power limit is lowered to 500 W, from a default of 700 W."),
             "{}",
             f.summary
         );

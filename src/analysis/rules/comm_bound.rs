@@ -55,7 +55,7 @@ topology (`NCCL_DEBUG=INFO`, NVLink vs PCIe)."
         let mut f = Finding::new(
             self,
             comm,
-            format!("NCCL kernels took {} of the GPU working span", pct(comm)),
+            format!("NCCL kernels took {} of the GPU working span.", pct(comm)),
             "Overlap communication with compute (DDP bucket_cap_mb), communicate less often (gradient accumulation), compress gradients.",
         )
         .evidence("nccl_kernel_ns", nccl)
@@ -69,11 +69,10 @@ topology (`NCCL_DEBUG=INFO`, NVLink vs PCIe)."
                 .evidence("busbw_bytes_per_s", busbw.round());
             if let Some((peak, link)) = link_peak(p) {
                 f.summary += &format!(
-                    "; {} reached {:.0} GB/s of bus bandwidth, {} of the {link} peak",
+                    " The busiest, {}, reached {} of the {link} peak.",
                     f.evidence["busiest_collective"]
                         .as_str()
                         .unwrap_or_default(),
-                    busbw / 1e9,
                     pct(busbw / peak)
                 );
                 f = f.evidence("link_peak_bytes_per_s", peak.round());
@@ -111,7 +110,7 @@ mod tests {
         assert_eq!(f.evidence["busbw_bytes_per_s"], (4u64 << 30) as f64 / 4.0);
         assert!(
             f.summary
-                .ends_with("AllReduce reached 1 GB/s of bus bandwidth, 1.7 % of the PCIe peak"),
+                .ends_with("The busiest, AllReduce, reached 1.7 % of the PCIe peak."),
             "{}",
             f.summary
         );

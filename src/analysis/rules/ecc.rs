@@ -33,7 +33,7 @@ Fix: `nvidia-smi -e 1` and a reboot of the GPU, unless the operator chose otherw
                 Finding::new(
                     self,
                     0.0,
-                    format!("ECC is off on GPU {ordinal}"),
+                    format!("ECC is off on GPU {ordinal}."),
                     "nvidia-smi -e 1, then reset the GPU (if the operator agrees).",
                 )
                 .evidence("device", ordinal),
@@ -74,7 +74,7 @@ Fix: report to the operator; check retired pages and row remapping (`nvidia-smi 
                     self,
                     0.0,
                     format!(
-                        "GPU {} counted {corrected} corrected and {uncorrected} uncorrected ECC errors during the run",
+                        "GPU {} counted {corrected} corrected and {uncorrected} uncorrected ECC errors during the run.",
                         d.ordinal
                     ),
                     "Report to the operator; check nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT.",

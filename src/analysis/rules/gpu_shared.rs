@@ -64,7 +64,7 @@ cooperating processes."
                     self,
                     impact,
                     format!(
-                        "GPU {} is shared with {seen} other process(es){}",
+                        "GPU {} is shared with {seen} other process(es){}.",
                         d.ordinal,
                         if pids.is_empty() {
                             String::new()

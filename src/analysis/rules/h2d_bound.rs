@@ -50,12 +50,12 @@ side stream)."
             self,
             busy,
             format!(
-                "{calls} host-to-device copies moved {} at {:.1} GB/s, about {:.0} % of {} {:.0} GB/s link",
-                crate::units::bytes(bytes),
-                bytes_per_s / 1e9,
+                "Host-to-device copies used about {:.0} % of {} {:.0} GB/s link. {calls} copies moved {} at {:.1} GB/s.",
                 busy * 100.0,
                 if measured.is_some() { "the" } else { "an assumed" },
-                link / 1e9
+                link / 1e9,
+                crate::units::bytes(bytes),
+                bytes_per_s / 1e9
             ),
             "Move fewer bytes: keep data on the GPU, send uint8/bf16 and convert on the GPU, decode on the GPU; overlap the rest (pinned + non_blocking + side stream).",
         )
@@ -89,7 +89,7 @@ mod tests {
         // Sizes in binary units, as in the report's tables; rates in GB/s.
         assert!(
             f.summary
-                .starts_with("1000 host-to-device copies moved 23.5 GiB at 25.2 GB/s"),
+                .ends_with("1000 copies moved 23.5 GiB at 25.2 GB/s."),
             "{}",
             f.summary
         );
@@ -110,7 +110,8 @@ mod tests {
         assert!(!f.heuristic);
         assert_eq!(f.evidence["link_gb_per_s"], 63.0);
         assert!(
-            f.summary.ends_with("about 80 % of the 63 GB/s link"),
+            f.summary
+                .starts_with("Host-to-device copies used about 80 % of the 63 GB/s link."),
             "{}",
             f.summary
         );

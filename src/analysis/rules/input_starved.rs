@@ -79,7 +79,7 @@ memory, prefetch to the GPU on a side stream, decode on the GPU, and cache prepr
                 self,
                 impact,
                 format!(
-                    "the GPU sat idle in {gaps} gaps of 1 ms or more ({} of the working span) while the host spent {} of its time inside the driver",
+                    "The GPU sat idle in gaps of 1 ms or more {} of the working span. There were {gaps} such gaps. The host spent {} of its time inside the driver.",
                     pct(impact),
                     pct(in_driver)
                 ),
@@ -123,7 +123,7 @@ impl InputStarved {
                 self,
                 impact,
                 format!(
-                    "the GPU sat idle with nothing queued while the host worked outside the driver {} of the steady state; the host spent {} of it inside the driver",
+                    "The GPU sat idle with nothing queued {} of the steady state, while the host worked outside the driver. The host spent {} of it inside the driver.",
                     pct(impact),
                     pct(in_driver)
                 ),

@@ -1,8 +1,10 @@
+use super::framework::{framework, Framework};
 use super::gpu_data::short_idle_share;
-use crate::analysis::phases::{at, IdleKind, SteadyState};
+use crate::analysis::phases::{at, IdleKind, SteadyGpu, SteadyState};
 use crate::analysis::profile::{Profile, LAUNCH_APIS};
-use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule};
+use crate::analysis::rule::{ms, Finding, Input, Layer, Outcome, Rule, Severity};
 use crate::units::share;
+use gpuspy_format::timeline::IdleCause;
 use gpuspy_format::SyncCause;
 
 /// So many small kernels that launching them is the bottleneck.
@@ -40,34 +42,43 @@ synchronous copies is waiting for a busy GPU, so the rule does not fire then. Wa
 pageable `*Async` copies do not count towards that half (they are `pageable-memcpy`'s
 evidence), so a run blocked mostly there can be found launch-bound too.
 
-Impact: the share of the steady-state time spent inside launch calls, but no more than the
-time the host was not blocked. It is a lower bound where the GPU idles: CUDA graphs also
-remove the framework's per-op host work. Faster launching can only give back time the GPU
-spent idle in short gaps, so with CUPTI busy time the impact is also capped by the share
-of the working span the GPU sat idle, less the gaps of 1 ms or more (the host busy
-elsewhere: `input-starved`).
-Without it the finding is a heuristic: large kernels at a high rate would keep the GPU busy.
+Impact: what the printed fix saves, and the fix is the framework's own. The framework is
+the one whose installed package (`jax`, `cupy`, `torch`) holds the innermost frame of most
+captured Python calls; a transformers or Lightning loop is PyTorch's.
+- JAX and CuPy: fuse or compile the step (`jax.jit`, `cupy.fuse`). With a timeline whose
+  GPU side is there, the impact is the GPU idle time in gaps under 1 ms that began while the
+  host launched or did the framework's per-op work between launches, plus the kernels' fixed
+  cost (up to 1 µs a launch, what an elementwise kernel of a few thousand elements takes on
+  the H200), over the steady device time: a fused step dispatches a few kernels, not one per
+  op.
+- PyTorch, and a program without Python call sites: capture the step in a CUDA graph. The
+  impact is the GPU idle time that began while the host was launching or between launches,
+  in gaps under 1 ms, in windows launching 10,000 or more a second (or spending half the
+  window in launch calls), over the steady device time: the launches a graph replays.
 
-With a timeline (dumps of schema 2), the launches, their rate and their time are the
-steady state's (docs/diagnosis.md, \"Phases\"), and where the GPU side is there the impact is
-the GPU idle time that began while the host was launching or between launches, in gaps
-under 1 ms, in windows launching 10,000 or more a second (or spending half the window in launch calls), over the
-steady device time: the time a CUDA graph or fused kernels give back, including the
-framework's per-op host work between launches. The GPU waits on launches only if that idle
-comes to 5 µs or more a launch, about what launching an empty kernel costs (2.9-3.7 µs on
-the H200): below it the gaps are the bubbles a GPU leaves between kernels already queued,
-and a CUDA graph would not fill them. A training step of large matmuls at 24,000 launches a
-second, its GPU busy 91-94 %, read 6-7 % launch-bound on the H200 from gaps of 2.5-3 µs a
-launch (p50 1.6 µs). Where it fails: a host that launches faster than one every 5 µs (C++,
-not Python) can wait on launches in shorter gaps. Sampling can leave a short loop's own
-windows unrecorded (a loop that began as a recording slot ended); then the kernels CUPTI
-recorded in windows launching at the rule's rate (100 kernels or more) give the GPU time per
-launch, and the impact is the larger of the launch calls' share and the idle those
-kernels leave, less the host's other driver time (a heuristic).
+The GPU waits on launches only if the idle between launches comes to 5 µs or more a launch,
+about what launching an empty kernel costs (2.9-3.7 µs on the H200): below it the gaps are
+the bubbles a GPU leaves between kernels already queued, and a CUDA graph would not fill
+them. A training step of large matmuls at 24,000 launches a second, its GPU busy 91-94 %,
+read 6-7 % launch-bound on the H200 from gaps of 2.5-3 µs a launch (p50 1.6 µs).
+Launching is the loop's bottleneck only if the GPU waits between launches at least half as
+long as it runs kernels. Below that the GPU is busy first, and the finding is information,
+not a warning: a training loop of matmuls that checkpoints, busy 82 % and idle between
+launches 12 % at 5.7 µs a launch on the H200, keeps ahead of its GPU on average.
 
-Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
-(`torch.cuda.CUDAGraph`, `torch.compile(mode=\"reduce-overhead\")`), fuse elementwise ops
-(`torch.compile`), or increase the batch size."
+Where it fails: a host that launches faster than one every 5 µs (C++, not Python) can wait
+on launches in shorter gaps; a framework called through C++ extensions only gets the CUDA
+graph fix. Sampling can leave a short loop's own windows unrecorded (a loop that began as a
+recording slot ended); then the kernels CUPTI recorded in windows launching at the rule's
+rate (100 kernels or more) give the GPU time per launch, and the impact is the larger of the
+launch calls' share and the idle those kernels leave, less the host's other driver time (a
+heuristic). Without a GPU side, the impact is the share of the steady-state time spent
+inside launch calls, but no more than the time the host was not blocked (a heuristic: large
+kernels at a high rate would keep the GPU busy).
+
+Fix: JAX, `jax.jit` of the step; CuPy, `cupy.fuse` or `cupy.ElementwiseKernel`; PyTorch, a
+CUDA graph (`torch.cuda.CUDAGraph`, `torch.compile(mode=\"reduce-overhead\")`); elsewhere, a
+CUDA graph or fewer, larger kernels."
     }
     fn check(&self, input: &Input) -> Outcome {
         let p = input.profile;
@@ -94,11 +105,11 @@ Fix: launch fewer, larger units of work. Capture the step in a CUDA graph
                 self,
                 launch_share,
                 format!(
-                    "{launches} kernel launches at {per_s:.0}/s (one every {:.1} us); launching alone took {:.1} % of the steady-state time",
+                    "The host launched a kernel every {:.1} us. Launching took {:.1} % of the steady state.",
                     1e6 / per_s,
                     launch_share * 100.0
                 ),
-                FIX,
+                Fix::for_framework(framework(p)).text,
             )
             .evidence("launches", launches)
             .evidence("launches_per_s", per_s.round())
@@ -125,7 +136,8 @@ impl LaunchBound {
             .is_none()
             .then(|| busy_per_kernel_at_launch_rate(p))
             .flatten();
-        let (impact, said) = match &s.gpu {
+        let fix = Fix::for_framework(framework(p));
+        let (impact, said, waiting) = match &s.gpu {
             Some(g) => {
                 let idle = g.share(IdleKind::Launch);
                 // The idle per launch, as a rate over the device time recorded.
@@ -133,27 +145,44 @@ impl LaunchBound {
                 if per_launch < MIN_WAIT_PER_LAUNCH_NS {
                     return Outcome::Clear;
                 }
-                let said = format!("the GPU sat idle between them {:.1} % of it", idle * 100.0);
-                (idle, said)
+                let waiting = idle >= MIN_IDLE_OVER_BUSY * share(g.busy_ns, g.ns);
+                let saves = fix.saves(s, g);
+                let mut said = format!(
+                    "The GPU sat idle between launches {:.1} % of the steady state.",
+                    idle * 100.0
+                );
+                if saves > idle {
+                    said.push_str(&format!(
+                        " Per-op dispatch and the kernels' fixed cost took another {:.1} % of it.",
+                        (saves - idle) * 100.0
+                    ));
+                }
+                (saves, said, waiting)
             }
             None if share(blocked, s.ns) >= 0.5 => return Outcome::Clear,
-            None => without_gpu_side(s, blocked, kernel_ns),
+            None => {
+                let (impact, said) = without_gpu_side(s, blocked, kernel_ns);
+                (impact, said, true)
+            }
         };
-        let f = Finding::new(
+        let mut f = Finding::new(
             self,
             impact,
             format!(
-                "{} kernel launches at {per_s:.0}/s (one every {:.1} us) in the steady state; {said}",
-                h.launches,
-                1e6 / per_s,
+                "The host launched a kernel every {:.1} us. {said}",
+                1e6 / per_s
             ),
-            FIX,
+            fix.text,
         )
         .evidence("launches", h.launches)
         .evidence("launches_per_s", per_s.round())
         .evidence("launch_ms", ms(h.launch_ns))
         .evidence("steady_ms", ms(s.ns))
-        .evidence("graph_launches", p.calls("cuGraphLaunch"));
+        .evidence("graph_launches", p.calls("cuGraphLaunch"))
+        .evidence("fix", fix.kind.name());
+        if !waiting {
+            f.severity = Severity::Info;
+        }
         Outcome::Found(match &s.gpu {
             Some(g) => f.evidence("gpu_launch_idle_share", g.share(IdleKind::Launch)),
             None => f
@@ -174,7 +203,10 @@ impl LaunchBound {
 fn without_gpu_side(s: &SteadyState, blocked: u64, kernel_ns: Option<f64>) -> (f64, String) {
     let h = &s.host;
     let launching = share(h.launch_ns.min(s.ns.saturating_sub(blocked)), s.ns);
-    let said = format!("launching alone took {:.1} % of it", launching * 100.0);
+    let said = format!(
+        "Launching took {:.1} % of the steady state.",
+        launching * 100.0
+    );
     let Some(k) = kernel_ns else {
         return (launching, said);
     };
@@ -185,7 +217,7 @@ fn without_gpu_side(s: &SteadyState, blocked: u64, kernel_ns: Option<f64>) -> (f
         return (launching, said);
     }
     let said = format!(
-        "at the {:.2} us a kernel took where CUPTI recorded this rate, the GPU sat idle about {:.1} % of it",
+        "Where CUPTI recorded this rate, a kernel took {:.2} us. At that, the GPU sat idle about {:.1} % of the steady state.",
         k / 1e3,
         idle * 100.0
     );
@@ -219,13 +251,108 @@ fn busy_per_kernel_at_launch_rate(p: &Profile) -> Option<f64> {
     (kernels >= MIN_KERNELS_AT_RATE).then(|| busy as f64 / kernels as f64)
 }
 
-const FIX: &str = "Capture the step in a CUDA graph (torch.cuda.CUDAGraph, torch.compile(mode=\"reduce-overhead\")), fuse ops (torch.compile), or use larger batches.";
+/// A kernel's own fixed cost on the device: what a kernel of a few thousand elements takes
+/// (0.8 us for CuPy's and XLA's elementwise kernels on the H200,
+/// bench/results/gpu-2026-12-03-reallib-6). Fusing ops saves up to this much GPU time per
+/// launch; the rest of a kernel's time is work the fused kernel still does.
+const KERNEL_FIXED_NS: f64 = 1_000.0;
+
+/// The GPU idle time between launches, as a share of the kernels' busy time, from which
+/// launching is the loop's bottleneck: the GPU waits at least half as long for each launch
+/// as it runs its kernel. Below it the GPU runs kernels two thirds or more of the time it
+/// is not idle for other reasons; its gaps between launches are a host that keeps ahead on
+/// average and falls behind at times (a training loop of matmuls that checkpoints, busy 82
+/// %, idle between launches 12 %, on the H200), and the finding is informational.
+const MIN_IDLE_OVER_BUSY: f64 = 0.5;
+
+/// What the printed fix removes, so what the impact sizes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum FixKind {
+    /// A CUDA graph replays the launches without the host: it gives back the GPU's idle
+    /// time between launches.
+    Graph,
+    /// Fusing or compiling the step (`jax.jit`, `cupy.fuse`) leaves a few kernels where
+    /// there were many: it also gives back the framework's per-op dispatch between the
+    /// launches and most of the tiny kernels' own time.
+    Fusion,
+}
+
+impl FixKind {
+    fn name(self) -> &'static str {
+        match self {
+            FixKind::Graph => "graph",
+            FixKind::Fusion => "fusion",
+        }
+    }
+}
+
+/// The fix launch-bound prints, the framework's own.
+struct Fix {
+    kind: FixKind,
+    text: &'static str,
+}
+
+impl Fix {
+    fn for_framework(f: Option<Framework>) -> Fix {
+        let (kind, text) = match f {
+            Some(Framework::Jax) => (FixKind::Fusion, JAX_FIX),
+            Some(Framework::CuPy) => (FixKind::Fusion, CUPY_FIX),
+            Some(Framework::Torch) => (FixKind::Graph, TORCH_FIX),
+            None => (FixKind::Graph, GRAPH_FIX),
+        };
+        Fix { kind, text }
+    }
+
+    /// The share of the steady device time the fix gives back.
+    fn saves(&self, s: &SteadyState, g: &SteadyGpu) -> f64 {
+        let launching = g.share(IdleKind::Launch);
+        match self.kind {
+            FixKind::Graph => launching,
+            FixKind::Fusion => dispatch_idle(g).max(launching) + fixed_kernel_time(s, g),
+        }
+    }
+}
+
+/// The share of the steady device time the GPU sat idle in gaps under `LONG_GAP_NS` while
+/// the host worked outside a sync (launching, or the framework's per-op work between
+/// launches): the dispatch a fused step no longer does. Longer gaps are the host busy
+/// elsewhere (`input-starved`). Dumps without the gap series give the launch idle alone.
+fn dispatch_idle(g: &SteadyGpu) -> f64 {
+    if g.short_gaps + g.long_gaps == 0 {
+        return g.share(IdleKind::Launch);
+    }
+    let host = [IdleKind::Launch, IdleKind::Host]
+        .iter()
+        .filter_map(|k| g.idle.get(k))
+        .sum::<u64>();
+    let long: u64 = g
+        .long_idle
+        .iter()
+        .filter(|((cause, _), _)| *cause == IdleCause::Host)
+        .map(|(_, ns)| ns)
+        .sum();
+    share(host.saturating_sub(long), g.ns)
+}
+
+/// The share of the steady device time the kernels spent on their fixed cost, up to
+/// `KERNEL_FIXED_NS` per launch in the recorded device time (the host's launches brought
+/// to it), at most their busy time.
+fn fixed_kernel_time(s: &SteadyState, g: &SteadyGpu) -> f64 {
+    let kernels = s.host.launches as f64 * g.ns as f64 / s.ns.max(1) as f64;
+    (kernels * KERNEL_FIXED_NS).min(g.busy_ns as f64) / g.ns.max(1) as f64
+}
+
+const JAX_FIX: &str = "Compile the step with jax.jit: XLA fuses its ops into a few kernels and dispatches them at once.";
+const CUPY_FIX: &str =
+    "Fuse the elementwise ops into one kernel: cupy.fuse or cupy.ElementwiseKernel.";
+const TORCH_FIX: &str = "Capture the step in a CUDA graph: torch.cuda.CUDAGraph, or torch.compile(mode=\"reduce-overhead\").";
+const GRAPH_FIX: &str = "Capture the step in a CUDA graph (cudaStreamBeginCapture, cudaGraphLaunch), or launch fewer, larger kernels.";
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::diagnose::synthetic::run;
-    use crate::analysis::rule::Severity;
+    use gpuspy_format::timeline::GapEnd;
 
     #[test]
     fn a_stream_of_small_launches_fires() {
@@ -309,7 +436,11 @@ mod tests {
         let f = loop_unrecorded(1_200, 0);
         assert!((f.impact - 0.88).abs() < 1e-9, "{}", f.impact);
         assert_eq!(f.evidence["kernel_us_at_launch_rate"], 1.0);
-        assert!(f.summary.contains("idle about 88.0 %"), "{}", f.summary);
+        assert!(
+            f.summary.contains("idle about 88.0 % of the steady state"),
+            "{}",
+            f.summary
+        );
         // The host's other driver calls (allocations, say) are another rule's time.
         let f = loop_unrecorded(1_200, 5 * crate::analysis::phases::fixtures::MS);
         assert!((f.impact - 0.5).abs() < 1e-9, "{}", f.impact);
@@ -323,7 +454,8 @@ mod tests {
             f.evidence["kernel_us_at_launch_rate"]
         );
         assert!(
-            f.summary.contains("launching alone took 40.0 %"),
+            f.summary
+                .contains("Launching took 40.0 % of the steady state."),
             "{}",
             f.summary
         );
@@ -351,12 +483,63 @@ mod tests {
         // Idle 7 % at 25,000 launches a second: 2.8 µs a launch, the GPU's own gap between
         // kernels already queued, as a checkpointing training loop read on the H200.
         assert!(matches!(launching_with_idle(7 * MS / 10), Outcome::Clear));
-        // Idle 25 %, 10 µs a launch: the GPU waited on launches.
+        // Idle 40 %, 16 µs a launch, busy 60 %: the GPU waited on launches.
+        let Outcome::Found(f) = launching_with_idle(4 * MS) else {
+            panic!("no finding")
+        };
+        assert!((f.impact - 0.4).abs() < 1e-9, "{}", f.impact);
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.evidence["fix"], "graph");
+        // Idle 25 %, 10 µs a launch, but busy 75 %: the GPU ran kernels three times as
+        // long as it waited between launches, and the loop is GPU-bound first.
         let Outcome::Found(f) = launching_with_idle(25 * MS / 10) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.25).abs() < 1e-9, "{}", f.impact);
-        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.severity, Severity::Info);
+    }
+
+    #[test]
+    fn fusing_also_gives_back_the_dispatch_and_the_tiny_kernels_fixed_cost() {
+        use crate::analysis::phases::fixtures::MS;
+        // 1 s steady, 100,000 launches, the GPU recorded all of it: busy 100 ms (1 µs a
+        // kernel), idle between launches 600 ms and in the host's per-op work 250 ms, 50
+        // ms of which in gaps of 1 ms or more.
+        let s = SteadyState {
+            ns: 1_000 * MS,
+            host: crate::analysis::phases::Counters {
+                launches: 100_000,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut g = SteadyGpu {
+            ns: 1_000 * MS,
+            busy_ns: 100 * MS,
+            idle: [(IdleKind::Launch, 600 * MS), (IdleKind::Host, 250 * MS)].into(),
+            long_idle: [((IdleCause::Host, GapEnd::Kernel), 50 * MS)].into(),
+            short_gaps: 100_000,
+            long_gaps: 10,
+            ..Default::default()
+        };
+        let graph = Fix::for_framework(Some(Framework::Torch));
+        let fusion = Fix::for_framework(Some(Framework::Jax));
+        assert_eq!((graph.kind, fusion.kind), (FixKind::Graph, FixKind::Fusion));
+        assert!((graph.saves(&s, &g) - 0.6).abs() < 1e-9);
+        // 800 ms of dispatch idle and 100 ms of kernels' fixed cost.
+        assert!((fusion.saves(&s, &g) - 0.9).abs() < 1e-9);
+        // Kernels of 4 µs keep 3 of them.
+        g.busy_ns = 400 * MS;
+        g.idle = [(IdleKind::Launch, 600 * MS)].into();
+        g.long_idle.clear();
+        assert!((fusion.saves(&s, &g) - 0.7).abs() < 1e-9);
+        // Without the gap series, the launch idle alone is dispatch.
+        g.short_gaps = 0;
+        g.long_gaps = 0;
+        g.idle.insert(IdleKind::Host, 300 * MS);
+        assert!((fusion.saves(&s, &g) - 0.7).abs() < 1e-9);
+        assert_eq!(Fix::for_framework(None).text, GRAPH_FIX);
+        assert_eq!(Fix::for_framework(Some(Framework::CuPy)).text, CUPY_FIX);
     }
 
     #[test]

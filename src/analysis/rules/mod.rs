@@ -5,6 +5,7 @@ mod alloc_churn;
 mod clocks_throttled;
 mod comm_bound;
 mod ecc;
+pub(crate) mod framework;
 pub(crate) mod gpu_data;
 pub(crate) mod gpu_shared;
 mod h2d_bound;

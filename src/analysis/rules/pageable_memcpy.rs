@@ -115,10 +115,9 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
                 self,
                 impact,
                 format!(
-                    "{} from pageable memory blocked the host for {:.1} ms, {:.1} % of {of_steady}",
-                    copies_named(calls, s.calls, of_steady),
-                    ms(blocked),
-                    blocked_share * 100.0
+                    "Copies from pageable memory blocked the host {:.1} % of {of_steady}. They were {}.",
+                    blocked_share * 100.0,
+                    copies_named(calls, s.calls, of_steady)
                 ),
                 "Pin the host buffers: DataLoader(pin_memory=True) and .to('cuda', non_blocking=True); tensor.pin_memory() for reused buffers; CuPy: cupyx.empty_pinned.",
             )

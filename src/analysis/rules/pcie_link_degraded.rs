@@ -91,7 +91,7 @@ risers, and make sure the link is not held in a power-saving state."
                     self,
                     impact,
                     format!(
-                        "GPU {} link runs at gen {gen} x{width}, below its gen {gen_max} x{width_max}",
+                        "GPU {} link runs at gen {gen} x{width}, below its gen {gen_max} x{width_max}.",
                         d.ordinal
                     ),
                     "Reseat the card or use a full x16 slot; check BIOS PCIe settings and risers.",

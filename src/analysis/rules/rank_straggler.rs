@@ -80,12 +80,11 @@ sizes."
             self,
             share((extra * 1000.0) as u64, 1000),
             format!(
-                "rank {rank} ({}, pid {}) waits {:.0} % of its time in {waited_in}, the other {} rank(s) a median of {:.0} % of theirs: they wait for rank {rank}",
+                "The other ranks wait for rank {rank} ({}, pid {}). They wait a median of {:.0} % of their time in {waited_in}. Rank {rank} waits {:.0} % of its own.",
                 straggler.host,
                 straggler.pid,
-                waits[at] * 100.0,
-                ranked.len() - 1,
-                others_wait * 100.0
+                others_wait * 100.0,
+                waits[at] * 100.0
             ),
             "Read the straggler's own report; raise num_workers/persistent_workers/prefetching on its node; check its GPU and node; balance shards.",
         )
@@ -124,7 +123,7 @@ mod tests {
         };
         assert_eq!(f.evidence["rank"], 1);
         assert!((f.impact - 0.55).abs() < 0.01, "{}", f.impact);
-        assert!(f.summary.contains("they wait for rank 1"));
+        assert!(f.summary.contains("The other ranks wait for rank 1 ("));
         assert!(f.heuristic);
     }
 

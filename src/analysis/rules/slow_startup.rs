@@ -71,9 +71,9 @@ warm): in a run this short, compare it with eager mode."
             self,
             startup_share,
             format!(
-                "start-up calls took {:.0} ms, {:.1} % of the time since the first driver call",
-                ms(startup),
-                startup_share * 100.0
+                "Start-up calls took {:.1} % of the time since the first driver call. That is {:.0} ms.",
+                startup_share * 100.0,
+                ms(startup)
             ),
             FIX,
         )
@@ -129,11 +129,11 @@ impl SlowStartup {
                 self,
                 loading_share,
                 format!(
-                    "module loading and JIT took {:.0} ms ({:.0} ms in start-up, {:.0} ms in pauses{eager}), {:.1} % of the wall time, against {:.0} ms of driver initialisation",
+                    "Module loading and JIT took {:.1} % of the wall time. That is {:.0} ms: {:.0} ms in start-up, {:.0} ms in pauses{eager}. Driver initialisation took {:.0} ms.",
+                    loading_share * 100.0,
                     ms(loading),
                     ms(in_startup),
                     ms(pauses),
-                    loading_share * 100.0,
                     ms(init)
                 ),
                 if eager_contexts > 0 { EAGER_FIX } else { FIX },

@@ -87,7 +87,7 @@ kernels for matrix work."
             self,
             impact,
             format!(
-                "{} of kernel time ran in grids with fewer blocks than the GPU has SMs",
+                "Grids with fewer blocks than the GPU has SMs ran {} of kernel time.",
                 pct(small_share)
             ),
             "Larger batches; fuse small kernels; split-K or persistent kernels for matrix work.",

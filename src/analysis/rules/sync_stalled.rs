@@ -103,9 +103,8 @@ every N steps), avoid `torch.cuda.synchronize()` outside timing code, use
                 self,
                 impact,
                 format!(
-                    "the host waited for the GPU {calls} times ({per_s:.0}/s), {:.1} % of the steady-state time; overlapping host and GPU would save at most {:.1} % of it",
-                    blocked_share * 100.0,
-                    impact * 100.0
+                    "The host waited for the GPU {:.1} % of the steady state. It synced {per_s:.0} times a second.",
+                    blocked_share * 100.0
                 ),
                 FIX,
             )
@@ -158,14 +157,13 @@ impl SyncStalled {
                     return Outcome::Clear;
                 }
                 let mut summary = format!(
-                    "the GPU sat idle after syncs {:.1} % of the steady state while the host worked with nothing queued; reading values every N steps would save {:.1} % of it; the host synced about {calls} times ({per_s:.0}/s), blocked {:.1} % of it",
+                    "The GPU sat idle after syncs {:.1} % of the steady state, while the host worked with nothing queued. The host synced about {per_s:.0} times a second. It was blocked in them {:.1} % of the steady state.",
                     idle * 100.0,
-                    saved * 100.0,
                     blocked_share * 100.0
                 );
                 if slower > 0.0 {
                     summary.push_str(&format!(
-                        "; the GPU draws its power limit, so busier it runs at lower clocks: slower kernels take {:.1} % of it back",
+                        " The GPU draws its power limit, so kept busier it runs slower: that takes {:.1} % of the steady state back.",
                         slower * 100.0
                     ));
                 }
@@ -177,9 +175,8 @@ impl SyncStalled {
                 }
                 let bound = share(blocked.min(s.ns.saturating_sub(blocked)), s.ns);
                 let summary = format!(
-                    "the host waited for the GPU about {calls} times ({per_s:.0}/s) in the steady state, {:.1} % of it; overlapping host and GPU would save at most {:.1} % of it",
-                    blocked_share * 100.0,
-                    bound * 100.0
+                    "The host waited for the GPU {:.1} % of the steady state. It synced about {per_s:.0} times a second.",
+                    blocked_share * 100.0
                 );
                 (bound, summary, 0.0)
             }
@@ -457,7 +454,7 @@ mod tests {
         assert!((f.evidence["blocked_share"].as_f64().unwrap() - 0.002).abs() < 1e-9);
         assert!(
             f.summary
-                .starts_with("the GPU sat idle after syncs 70.0 % of the steady state"),
+                .starts_with("The GPU sat idle after syncs 70.0 % of the steady state"),
             "{}",
             f.summary
         );

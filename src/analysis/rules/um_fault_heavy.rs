@@ -198,7 +198,7 @@ explicit device allocations and copies."
                 self,
                 impact,
                 format!(
-                    "unified memory faulted {cpu} times on the CPU and in {gpu} fault groups on the GPU, migrating {} MiB",
+                    "Unified memory migrated {} MiB. It faulted {cpu} times on the CPU and in {gpu} fault groups on the GPU.",
                     migrated >> 20
                 ),
                 "cudaMemPrefetchAsync managed data to where it is used next; cudaMemAdvise placement hints; or explicit device memory and copies.",
@@ -228,10 +228,10 @@ impl UmFaultHeavy {
                 self,
                 share(m.saved_ns as u64, s.ns).min(1.0),
                 format!(
-                    "in the steady state unified memory faulted about {} times on the CPU and in {} fault groups on the GPU, migrating about {} MiB each way (from {} ms with the counters on)",
+                    "In the steady state unified memory migrated about {} MiB each way. It faulted about {} times on the CPU and in {} fault groups on the GPU. The counters were on {} ms.",
+                    m.bytes as u64 >> 20,
                     um.cpu_page_faults,
                     um.gpu_page_fault_groups,
-                    m.bytes as u64 >> 20,
                     um.observed_ns / 1_000_000
                 ),
                 "cudaMemPrefetchAsync managed data to where it is used next; cudaMemAdvise placement hints; or explicit device memory and copies.",

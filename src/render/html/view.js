@@ -332,8 +332,9 @@
     const f = r.verdict && r.findings.find((x) => x.id === r.verdict);
     if (f) {
       return h("div", { class: "verdict", id: "verdict" },
-        h("div", {}, h("span", { class: "id" }, "Verdict: " + f.id), ` (${f.layer} layer${f.heuristic ? ", heuristic" : ""}): ${f.summary}`),
-        h("div", { class: "fix" }, `Estimated time lost: ${(f.impact * 100).toFixed(0)} %. Fix: `, h("code", {}, f.fix)));
+        h("div", {}, h("span", { class: "id" }, "Verdict: " + f.id), ` (${f.layer} layer${f.heuristic ? ", heuristic" : ""})`),
+        h("div", { class: "fix" }, "Fix: ", h("code", {}, f.fix), ` Estimated time lost: ${(f.impact * 100).toFixed(0)} %.`),
+        h("div", {}, f.summary));
     }
     return h("div", { class: "verdict calm", id: "verdict" }, "Verdict: " + r.verdict_text);
   }
