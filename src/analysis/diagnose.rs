@@ -134,7 +134,7 @@ fn judge_whole_loop(input: &Input, findings: &mut Vec<Finding>) {
         }
         // The rule names the span it judged "the steady state": here, the loop.
         f.summary = format!(
-            "over the whole loop ({}; its steady state, {}, is short next to its warm-up): {}",
+            "Judged over the whole loop, {}: its steady state, {}, is short next to its warm-up. {}",
             duration(loop_ns),
             duration(steady_ns),
             f.summary.replace("the steady state", "the loop")
@@ -193,7 +193,7 @@ mod tests {
         assert_eq!(f.evidence["judged_over"], "whole-loop");
         assert_eq!(
             f.summary,
-            "over the whole loop (750 ms; its steady state, 150 ms, is short next to its warm-up): the GPU sat idle with nothing queued while the host worked outside the driver 80.0 % of the loop; the host spent 2.0 % of it inside the driver"
+            "Judged over the whole loop, 750 ms: its steady state, 150 ms, is short next to its warm-up. The GPU sat idle with nothing queued 80.0 % of the loop, while the host worked outside the driver. The host spent 2.0 % of it inside the driver."
         );
     }
 }
