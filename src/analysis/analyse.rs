@@ -102,13 +102,6 @@ impl Analysed {
     }
 }
 
-/// The SIMULATED line, first among a gate's or a comparison's notes, when any of the runs
-/// called the fake driver: no GPU measured what they judge.
-pub fn simulated<'a>(mut runs: impl Iterator<Item = &'a Analysed>) -> Option<String> {
-    runs.any(|a| a.profile.simulated())
-        .then(|| crate::analysis::report::SIMULATED.to_string())
-}
-
 /// A note when the run's data is incomplete: calls the shim forwarded without recording
 /// them (threads beyond its limit). The assertions still hold on what was recorded, but
 /// counts and times are lower bounds, so a pass is weaker than it looks.

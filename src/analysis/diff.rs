@@ -12,7 +12,7 @@ use crate::analysis::analyse::{self, Job, Run};
 use crate::analysis::collectives::collectives;
 use crate::analysis::phases::PhaseKind;
 use crate::analysis::profile::{Latency, Profile};
-use crate::analysis::report::LatencyRow;
+use crate::analysis::report::{self, LatencyRow};
 use crate::analysis::rule::WARNING_IMPACT;
 use crate::analysis::stats;
 use crate::units::{bytes, duration, whole_percent};
@@ -614,7 +614,7 @@ pub fn compare(base_runs: &[Run], new_runs: &[Run], o: &Options) -> DiffReport {
         Kind::Minor => 3,
         Kind::Unchanged => 4,
     });
-    let simulated = analyse::simulated(base_runs.iter().chain(new_runs).map(|r| &r.analysed));
+    let simulated = report::simulated_note(base_runs.iter().chain(new_runs).map(|r| &r.analysed));
     let incomplete: Vec<String> = [("base", base_runs), ("new", new_runs)]
         .iter()
         .flat_map(|(side, runs)| {

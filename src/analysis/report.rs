@@ -463,6 +463,13 @@ pub struct RankVerdict {
 pub const SIMULATED: &str =
     "SIMULATED: these figures come from gpuspy's fake CUDA driver; no GPU measured them";
 
+/// The SIMULATED line, first among a gate's or a comparison's notes, when any of the runs
+/// called the fake driver: no GPU measured what they judge.
+pub fn simulated_note<'a>(mut runs: impl Iterator<Item = &'a Analysed>) -> Option<String> {
+    runs.any(|a| a.profile.simulated())
+        .then(|| SIMULATED.to_string())
+}
+
 /// What the text report's GPU section and the page's say when no dump has a GPU section.
 pub const NO_GPU_DATA: &str = "no GPU-side data in the dumps (written by a shim without NVML/CUPTI support, or the process never initialised CUDA)";
 

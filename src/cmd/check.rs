@@ -2,7 +2,7 @@
 //! The budget format is in docs/ci.md.
 
 use crate::analysis::analyse::{self, Analysed};
-use crate::analysis::report::Report;
+use crate::analysis::report::{self, Report};
 use crate::analysis::rule::Severity;
 use crate::analysis::rules;
 use crate::render::ci_output::{Case, Gate, Output};
@@ -304,14 +304,14 @@ pub fn check(paths: &[PathBuf], budget: &Path, out: &Output) -> Result<bool> {
             evaluate(&budget, &r.analysed, label)
         })
         .collect();
-    let simulated = analyse::simulated(runs.iter().map(|r| &r.analysed));
+    let simulated = report::simulated_note(runs.iter().map(|r| &r.analysed));
     report(&cases, simulated, &incomplete, out)
 }
 
 /// `gpuspy run --check`: the run just made, against the budget (loaded before the run).
 pub fn check_profile(analysed: &Analysed, budget: &Budget, out: &Output) -> Result<bool> {
     let incomplete: Vec<String> = analyse::incomplete(analysed, "").into_iter().collect();
-    let simulated = analyse::simulated(std::iter::once(analysed));
+    let simulated = report::simulated_note(std::iter::once(analysed));
     report(&evaluate(budget, analysed, ""), simulated, &incomplete, out)
 }
 
