@@ -30,37 +30,22 @@
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod clock;
-mod config;
-mod dispositions;
-mod doors;
-mod dump;
-mod effect;
-mod events;
-mod exec;
-mod exports;
-mod forklock;
-mod gpu;
-mod hooks;
-mod hostmem;
-mod launch;
+// A file's folder is its layer (docs/design.md "Shim layers"). The re-exports keep every
+// module at the crate root (`crate::clock`): the folders group the files, the paths stay
+// short.
+mod base;
+mod collect;
+mod hot;
 mod lifecycle;
-mod nccl;
-mod nvtx;
-mod pystack;
-mod record;
-mod reserve;
-mod resolve;
-mod ring;
-mod signals;
-mod switch;
-mod timeline;
-mod tls;
-mod unwrapped;
-mod watchdog;
+
+pub(crate) use base::{clock, config, forklock, hostmem, reserve, switch, tls, unwrapped};
+pub(crate) use collect::{events, gpu, nvtx, pystack, timeline, watchdog};
+pub(crate) use hot::{
+    doors, effect, exec, exports, hooks, launch, nccl, record, resolve, ring, signals,
+};
 
 #[cfg(test)]
-pub(crate) mod no_alloc_tests;
+pub(crate) use hot::no_alloc_tests;
 
 /// The calls the lower layers make into the upper ones, which they do not know: this table,
 /// filled here where the whole crate is in view, is how the hot path and the interposed

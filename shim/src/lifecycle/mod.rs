@@ -13,8 +13,13 @@
 //! `_exit`/`_Exit`, just before `exec` (`exec.rs`), by the writer thread every
 //! `GPUSPY_FLUSH_S` seconds, and by the writer thread when a signal is about to end the
 //! process. A fork child starts from zero.
+//!
+//! The lifecycle is the top layer (docs/design.md "Shim layers"): the dump it writes
+//! (`dump.rs`) is its own submodule.
 
-use crate::{clock, dump, record, signals, switch, unwrapped};
+pub(crate) mod dump;
+
+use crate::{clock, record, signals, switch, unwrapped};
 use gpuspy_format::Ending;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::time::Duration;

@@ -16,7 +16,10 @@ struct Fixture(BTreeMap<String, usize>);
 
 impl Fixture {
     fn load(name: &str) -> Fixture {
-        let path = format!("{}/src/pystack/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}/src/collect/pystack/fixtures/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let text = std::fs::read_to_string(&path).unwrap();
         let values = text
             .lines()

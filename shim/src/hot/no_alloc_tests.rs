@@ -180,7 +180,7 @@ fn hot_path_does_not_allocate() {
     .unwrap();
 
     // The calls were recorded, not skipped.
-    let dump = crate::dump::snapshot(Default::default(), false);
+    let dump = crate::lifecycle::dump::snapshot(Default::default(), false);
     let calls = |name: &str| dump.apis.iter().find(|a| a.symbol == name).map(|a| a.calls);
     assert_eq!(calls("cuLaunchKernel"), Some(80_000));
     assert_eq!(calls("cuStreamQuery"), Some(80_000));
