@@ -79,3 +79,37 @@ fn an_import_cycle_is_named_with_the_lines_behind_it() {
     assert_eq!(info.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&info.stdout), stdout);
 }
+
+/// The root's re-exports of a folder's modules are the module tree: `crate::a` names
+/// `crate::layer::a`, so a cycle through the re-exported paths is still found.
+#[test]
+fn a_cycle_through_root_reexports_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    let files = [
+        ("lib.rs", "mod layer;\npub(crate) use layer::{a, b};\n"),
+        ("layer/mod.rs", "pub(crate) mod a;\npub(crate) mod b;\n"),
+        ("layer/a.rs", "pub fn f() {\n    crate::b::g();\n}\n"),
+        (
+            "layer/b.rs",
+            "use crate::a;\npub fn g() {\n    a::f();\n}\n",
+        ),
+    ];
+    std::fs::create_dir(src.join("layer")).unwrap();
+    for (name, text) in files {
+        std::fs::write(src.join(name), text).unwrap();
+    }
+    let path = src.to_str().unwrap();
+    let out = check_layers(&[path]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{path}: 4 modules, 2 imports, 1 import cycle(s)\n  \
+             cycle of 2 modules: crate::layer::a, crate::layer::b\n    \
+             crate::layer::a -> crate::layer::b  ({path}/layer/a.rs:2)\n    \
+             crate::layer::b -> crate::layer::a  ({path}/layer/b.rs:1)\n"
+        )
+    );
+}

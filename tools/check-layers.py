@@ -7,7 +7,9 @@ Each file is a module (a folder's `mod.rs` is the folder's module). Module A dep
 module B when A's non-test code names a path into B: `use crate::..`, `super::..`,
 `self::..`, an inline `crate::b::f()`, or a path through a module a `use` brought in. A
 module's own submodules are part of it, not imports: `lib.rs` naming `timeline::Timeline`
-is the module tree, and `timeline.rs` using `crate::SyncCause` is then no cycle. A strongly
+is the module tree, and `timeline.rs` using `crate::SyncCause` is then no cycle. So are the
+crate root's re-exports of its modules (`pub(crate) use base::clock;`): `crate::clock` is
+`crate::base::clock`, wherever it is named. A strongly
 connected component of more than one module is a cycle: the script lists each one with the
 line behind every edge in it and exits 1.
 With --info it prints the same and exits 0 (a crate whose cycle is known and not yet
@@ -177,6 +179,7 @@ class Crate:
             root = self.src / "main.rs"
         self.files = {}  # module path (tuple) -> (file, tokens without tests)
         self.discover((), root)
+        self.reexports = self.root_reexports()
 
     def discover(self, module, file):
         toks, test_mods = without_tests(tokens(file.read_text()))
@@ -193,8 +196,25 @@ class Crate:
                     sys.exit(f"check-layers: {file}: no file for `mod {name};`")
                 self.discover(module + (name,), child)
 
+    def root_reexports(self):
+        """{name: module} of the modules the crate root re-exports under `name`. Like its
+        `mod` declarations they are the module tree: without them every path through a
+        re-export would end at the root and hide the module it names."""
+        _, toks = self.files[()]
+        found = {}
+        for i, (t, _) in enumerate(toks):
+            if t != "use":
+                continue
+            for segs, alias in use_paths(toks, i + 1)[0]:
+                module = tuple(segs[1:] if segs[:1] in (["crate"], ["self"]) else segs)
+                if alias and module in self.files:
+                    found[alias] = module
+        return found
+
     def target(self, absolute):
         """The deepest file module that the absolute path `absolute` goes through."""
+        if absolute and absolute[0] in self.reexports:
+            absolute = list(self.reexports[absolute[0]]) + list(absolute[1:])
         module = ()
         for seg in absolute:
             if module + (seg,) not in self.files:
