@@ -98,7 +98,7 @@ fn eight_threads_each_counted_exactly() {
 /// The hook list, read from its source: (name, is NCCL) per line of `hook_list!`.
 fn hook_list() -> Vec<(String, bool)> {
     let source = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shim/src/hooks.rs"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shim/src/hot/hooks.rs"),
     )
     .unwrap();
     let list = &source[source

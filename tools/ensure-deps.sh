@@ -3,7 +3,7 @@
 #
 #   tools/ensure-deps.sh        the main job (tools/main.sh): cargo must be there, and a C
 #                               compiler (rustc links through it, and the shim's build
-#                               compiles shim/src/exec_variadic.c).
+#                               compiles shim/src/hot/exec_variadic.c).
 #   tools/ensure-deps.sh test   the tests, CI and the wheel check, on top of that: xmllint
 #                               (JUnit output is validated against a schema), objdump (a test
 #                               reads the shim's glibc symbol versions), Python with venv

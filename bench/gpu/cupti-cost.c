@@ -92,7 +92,7 @@ static double managed_block(void) {
     return (double)(now_ns() - t0) / iters;
 }
 
-/* CUPTI, through dlsym: the V1 activity API gpuspy uses (shim/src/gpu/cupti.rs). */
+/* CUPTI, through dlsym: the V1 activity API gpuspy uses (shim/src/collect/gpu/cupti.rs). */
 static int (*enable)(int), (*disable)(int), (*flush_all)(int);
 static int (*next_record)(void *, size_t, void **);
 static int (*register_callbacks)(void *, void *), (*configure_um)(void *, unsigned);

@@ -40,10 +40,10 @@ except FileNotFoundError:
 if not exports:  # no binutils: read the dynamic symbol table with ctypes probing instead
     import ctypes
     lib = ctypes.CDLL(sys.argv[1])
-    names = open("shim/src/hooks.rs").read()
+    names = open("shim/src/hot/hooks.rs").read()
     exports = {n for n in re.findall(r"^\s+(cu\w+)(?:\(| =>)", names, re.M) if hasattr(lib, n)}
     print("(nm missing: probed only the hook list)")
-hooks = set(re.findall(r"^\s+(cu\w+)(?:\(| =>)", open("shim/src/hooks.rs").read(), re.M))
+hooks = set(re.findall(r"^\s+(cu\w+)(?:\(| =>)", open("shim/src/hot/hooks.rs").read(), re.M))
 print(f"driver exports {len(exports)} cu* functions; gpuspy wraps {len(hooks)} names")
 print("wrapped and exported:", len(hooks & exports))
 print("wrapped but not exported by this driver:", " ".join(sorted(hooks - exports)) or "none")

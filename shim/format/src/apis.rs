@@ -1,5 +1,5 @@
 //! The API families gpuspy records: the base names (`base_name`) of the hooks in
-//! shim/src/hooks.rs, sorted. Budgets and other user input naming an API are checked
+//! shim/src/hot/hooks.rs, sorted. Budgets and other user input naming an API are checked
 //! against it. The shim's test `hooks::tests::the_format_crate_lists_every_hooked_family`
 //! keeps it equal to the hook list: adding a hook with a new family fails that test until
 //! the family is added here.

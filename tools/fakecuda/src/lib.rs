@@ -12,7 +12,7 @@
 //! - `FAKECUDA_FAIL="cuMemAlloc_v2=2"`: that symbol returns the given `CUresult`;
 //!   `"cuMemAlloc_v2=2:3"` fails only its first 3 calls.
 //!
-//! It exports every symbol of gpuspy's hook list (shim/src/hooks.rs) but those it
+//! It exports every symbol of gpuspy's hook list (shim/src/hot/hooks.rs) but those it
 //! deliberately lacks, to test a partial driver: `cuLaunchCooperativeKernelMultiDevice`,
 //! the `cuMemcpy*BatchAsync*` family and `cuCtxSynchronize_v2`. A new hook takes two lines
 //! here: the export (in one of the macro lists below) and its version in `exports()`.
