@@ -19,21 +19,21 @@ struct Slot {
     kind: AtomicU8,
 }
 
+/// The process's ranges live in `TABLE`; a test owns a table of its own, since overflowing
+/// the process's one would change every other test's copies.
+struct Table {
+    slots: [Slot; SLOTS],
+    high_water: AtomicUsize,
+    overflowed: AtomicBool,
+}
+
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
     start: AtomicUsize::new(0),
     end: AtomicUsize::new(0),
     kind: AtomicU8::new(0),
 };
-static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
-static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
-static OVERFLOWED: AtomicBool = AtomicBool::new(false);
-
-/// The slots claimed so far: up to the high-water mark.
-#[inline]
-fn claimed() -> impl Iterator<Item = &'static Slot> {
-    TABLE.iter().take(HIGH_WATER.load(Acquire))
-}
+static TABLE: Table = Table::new();
 
 fn encode(kind: HostKind) -> u8 {
     match kind {
@@ -43,84 +43,118 @@ fn encode(kind: HostKind) -> u8 {
     }
 }
 
-pub fn insert(start: usize, len: u64, kind: HostKind) {
-    if start == 0 || len == 0 {
-        return;
-    }
-    let end = start.saturating_add(len as usize);
-    for (i, slot) in TABLE.iter().enumerate() {
-        if slot
-            .start
-            .compare_exchange(0, start, AcqRel, Relaxed)
-            .is_ok()
-        {
-            slot.kind.store(encode(kind), Relaxed);
-            // Published last: a reader that sees `end` also sees `kind`.
-            slot.end.store(end, Release);
-            HIGH_WATER.fetch_max(i + 1, Release);
-            return;
+impl Table {
+    const fn new() -> Table {
+        Table {
+            slots: [EMPTY; SLOTS],
+            high_water: AtomicUsize::new(0),
+            overflowed: AtomicBool::new(false),
         }
     }
-    OVERFLOWED.store(true, Relaxed);
+
+    /// The slots claimed so far: up to the high-water mark.
+    #[inline]
+    fn claimed(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().take(self.high_water.load(Acquire))
+    }
+
+    fn insert(&self, start: usize, len: u64, kind: HostKind) {
+        if start == 0 || len == 0 {
+            return;
+        }
+        let end = start.saturating_add(len as usize);
+        for (i, slot) in self.slots.iter().enumerate() {
+            if slot
+                .start
+                .compare_exchange(0, start, AcqRel, Relaxed)
+                .is_ok()
+            {
+                slot.kind.store(encode(kind), Relaxed);
+                // Published last: a reader that sees `end` also sees `kind`.
+                slot.end.store(end, Release);
+                self.high_water.fetch_max(i + 1, Release);
+                return;
+            }
+        }
+        self.overflowed.store(true, Relaxed);
+    }
+
+    fn remove(&self, start: usize) {
+        if start == 0 {
+            return;
+        }
+        if let Some(slot) = self.claimed().find(|s| s.start.load(Acquire) == start) {
+            slot.end.store(0, Release);
+            slot.start.store(0, Release);
+        }
+    }
+
+    #[inline]
+    fn lookup(&self, addr: usize) -> Option<HostKind> {
+        for slot in self.claimed() {
+            let start = slot.start.load(Relaxed);
+            if start != 0 && start <= addr && addr < slot.end.load(Acquire) {
+                return Some(match slot.kind.load(Relaxed) {
+                    1 => HostKind::Pinned,
+                    _ => HostKind::Managed,
+                });
+            }
+        }
+        None
+    }
+
+    #[inline]
+    fn classify(&self, addr: usize) -> HostKind {
+        match self.lookup(addr) {
+            Some(kind) => kind,
+            None if self.overflowed.load(Relaxed) => HostKind::None,
+            None => HostKind::Pageable,
+        }
+    }
+}
+
+pub fn insert(start: usize, len: u64, kind: HostKind) {
+    TABLE.insert(start, len, kind);
 }
 
 pub fn remove(start: usize) {
-    if start == 0 {
-        return;
-    }
-    if let Some(slot) = claimed().find(|s| s.start.load(Acquire) == start) {
-        slot.end.store(0, Release);
-        slot.start.store(0, Release);
-    }
+    TABLE.remove(start);
 }
 
 /// The kind of a range holding `addr`, if the shim saw it allocated.
 #[inline]
 pub fn lookup(addr: usize) -> Option<HostKind> {
-    for slot in claimed() {
-        let start = slot.start.load(Relaxed);
-        if start != 0 && start <= addr && addr < slot.end.load(Acquire) {
-            return Some(match slot.kind.load(Relaxed) {
-                1 => HostKind::Pinned,
-                _ => HostKind::Managed,
-            });
-        }
-    }
-    None
+    TABLE.lookup(addr)
 }
 
 /// Pinned, managed, or pageable; unknown once the table has overflowed.
 #[inline]
 pub fn classify(addr: usize) -> HostKind {
-    match lookup(addr) {
-        Some(kind) => kind,
-        None if OVERFLOWED.load(Relaxed) => HostKind::None,
-        None => HostKind::Pageable,
-    }
+    TABLE.classify(addr)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    // One test owns the global table (tests run in parallel threads).
     #[test]
     fn insert_lookup_remove_and_overflow() {
-        insert(0x10_0000, 0x1000, HostKind::Pinned);
-        insert(0x20_0000, 0x100, HostKind::Managed);
-        assert_eq!(classify(0x10_0000), HostKind::Pinned);
-        assert_eq!(classify(0x10_0fff), HostKind::Pinned);
-        assert_eq!(classify(0x10_1000), HostKind::Pageable);
-        assert_eq!(classify(0x20_0080), HostKind::Managed);
-        remove(0x10_0000);
-        assert_eq!(classify(0x10_0000), HostKind::Pageable);
+        let table = Box::new(Table::new());
+        table.insert(0x10_0000, 0x1000, HostKind::Pinned);
+        table.insert(0x20_0000, 0x100, HostKind::Managed);
+        assert_eq!(table.classify(0x10_0000), HostKind::Pinned);
+        assert_eq!(table.classify(0x10_0fff), HostKind::Pinned);
+        assert_eq!(table.classify(0x10_1000), HostKind::Pageable);
+        assert_eq!(table.classify(0x20_0080), HostKind::Managed);
+        table.remove(0x10_0000);
+        assert_eq!(table.classify(0x10_0000), HostKind::Pageable);
         // The freed slot is reused.
-        insert(0x30_0000, 0x10, HostKind::Pinned);
-        assert_eq!(classify(0x30_0001), HostKind::Pinned);
+        table.insert(0x30_0000, 0x10, HostKind::Pinned);
+        assert_eq!(table.classify(0x30_0001), HostKind::Pinned);
         for i in 0..SLOTS {
-            insert(0x1_0000_0000 + i * 0x100, 0x10, HostKind::Pinned);
+            table.insert(0x1_0000_0000 + i * 0x100, 0x10, HostKind::Pinned);
         }
-        assert_eq!(classify(0x7_0000_0000), HostKind::None);
-        assert_eq!(classify(0x20_0080), HostKind::Managed);
+        assert_eq!(table.classify(0x7_0000_0000), HostKind::None);
+        assert_eq!(table.classify(0x20_0080), HostKind::Managed);
     }
 }
