@@ -2,7 +2,8 @@
 //! three doors (exported symbols, `dlsym`, `cuGetProcAddress`), forwards every call
 //! untouched and records per-call latency histograms, bytes moved and implicit
 //! synchronisations. After the first successful `cuInit`, one background thread adds what
-//! the GPU itself reports: NVML telemetry and CUPTI activity (`gpu/`). See docs/design.md.
+//! the GPU itself reports: NVML telemetry and CUPTI activity (`collect/gpu/`). See
+//! docs/design.md.
 //!
 //! # The hot-path budget
 //! Per intercepted call, and nothing more: one relaxed load of the "recording" flag, one
