@@ -264,8 +264,12 @@ fn wait_while_held(block: &ThreadStats, source: clock::Source) -> u64 {
         block.in_call.since.store(start, Release);
         compiler_fence(SeqCst);
         let now = clock::monotonic_ns();
-        if !CALLS_HELD.load(Relaxed) || now >= give_up {
+        let held = CALLS_HELD.load(Relaxed);
+        if !held || now >= give_up {
             HELD_NS.fetch_add(now - arrived, Relaxed);
+            if held {
+                CALLS_OUTWAITED.fetch_add(1, Relaxed);
+            }
             return start;
         }
     }
@@ -294,18 +298,31 @@ pub fn with_calls_held<R>(patience_ns: u64, f: impl FnOnce() -> R) -> Option<R> 
     Some(result)
 }
 
-/// For the dump's note: the holds given up because calls in flight did not end in time,
-/// the program's calls that waited at a hold, and how long they waited in all (ns).
-pub fn hold_counts() -> (u64, u64, u64) {
-    (
-        HOLDS_GIVEN_UP.load(Relaxed),
-        HELD_CALLS.load(Relaxed),
-        HELD_NS.load(Relaxed),
-    )
+/// What the holds did, for the dump's note.
+pub struct HoldCounts {
+    /// Holds given up because calls in flight did not end in time.
+    pub given_up: u64,
+    /// The program's calls that waited at a hold.
+    pub held: u64,
+    /// How long they waited in all (ns).
+    pub held_ns: u64,
+    /// Those that went on after `HOLD_WAIT_NS` with the hold still set (gpuspy's thread
+    /// descheduled mid-switch on a loaded machine): their calls may overlap the switch.
+    pub outwaited: u64,
+}
+
+pub fn hold_counts() -> HoldCounts {
+    HoldCounts {
+        given_up: HOLDS_GIVEN_UP.load(Relaxed),
+        held: HELD_CALLS.load(Relaxed),
+        held_ns: HELD_NS.load(Relaxed),
+        outwaited: CALLS_OUTWAITED.load(Relaxed),
+    }
 }
 static HOLDS_GIVEN_UP: AtomicU64 = AtomicU64::new(0);
 static HELD_CALLS: AtomicU64 = AtomicU64::new(0);
 static HELD_NS: AtomicU64 = AtomicU64::new(0);
+static CALLS_OUTWAITED: AtomicU64 = AtomicU64::new(0);
 
 /// Whether a live thread is inside an intercepted call that `with_calls_held` waits for.
 fn calls_in_flight() -> bool {

@@ -815,11 +815,14 @@ pub fn switch_summary() -> Option<String> {
             ms(&KINDS_ON_NS, &KINDS_ON)
         ));
     }
-    let (given_up, held, held_ns) = crate::record::hold_counts();
-    if held > 0 || given_up > 0 {
+    let holds = crate::record::hold_counts();
+    if holds.held > 0 || holds.given_up > 0 {
         parts.push(format!(
-            "held {held} of the program's calls {:.2} ms in all while switching, put off {given_up} switches for calls in flight",
-            held_ns as f64 / 1e6
+            "held {} of the program's calls {:.2} ms in all while switching ({} went on after the 5 ms limit), put off {} switches for calls in flight",
+            holds.held,
+            holds.held_ns as f64 / 1e6,
+            holds.outwaited,
+            holds.given_up
         ));
     }
     let detaches = DETACHES.load(Relaxed);
