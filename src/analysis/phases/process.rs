@@ -13,7 +13,8 @@ use serde::Serialize;
 /// for its data every step), when they take at least `RECURRING_SHARE` of the time between
 /// the first and last window with work and either there are more than `RARE_GAPS` of them
 /// or the windows with work between two of them are one, or last less than
-/// `STEPS_BETWEEN_PAUSES_NS` (one step per gap). A few long gaps with much regular work between them are pauses
+/// `STEPS_BETWEEN_PAUSES_NS` (one step per gap); more than `RARE_GAPS` that copy nothing
+/// are the loop's too, whatever their share. A few long gaps with much regular work between them are pauses
 /// (checkpoints, evaluations). A time, not a count of windows: windows widen with the run,
 /// and at 40 ms a short loop's 70-110 ms of matmul steps between its checkpoints took 2-3
 /// windows (bench/results/gpu-2026-12-01-run13-phases-5, healthy-pauses).
@@ -214,10 +215,18 @@ fn labels(w: &Windows) -> Vec<Label> {
     let recurring = !rare
         && total(long.iter().map(|&g| length(g))) as f64
             >= RECURRING_SHARE * length((first, last)) as f64;
+    // Without copies, frequent gaps are the loop's however little of it they take: a
+    // checkpoint copies and an evaluation launches, but a loop waiting for its batches
+    // does neither. A DataLoader that could not keep up with a ResNet-50 left 6 gaps of
+    // 0.16-0.64 s, 11 % of its span, between 0.3-3.4 s of steps; cut out as pauses, they
+    // took the input-starved share from 72 % saved to 30 % predicted
+    // (bench/results/gpu-2026-12-03-reallib-7, loader-slow long).
+    let copies_in =
+        |(a, b): (usize, usize)| (a..=b).any(|i| w.copied(i) != (0, 0) || w.copy_blocked(i) > 0);
     for &g in &gaps {
         let name = if loads(g) {
             Some(LOADING.to_string())
-        } else if length(g) >= PAUSE_MIN_NS && !recurring {
+        } else if length(g) >= PAUSE_MIN_NS && !recurring && (rare || copies_in(g)) {
             None
         } else {
             continue;

@@ -392,6 +392,41 @@ fn recurring_gaps_are_the_loop_and_a_single_one_is_a_pause() {
 }
 
 #[test]
+fn frequent_gaps_without_copies_are_the_loops_waits_and_with_copies_pauses() {
+    // Six 160 ms gaps between 600 ms of steps: 19 % of the span, too little to recur by
+    // their share, too many to be rare. Without copies they are the loop waiting for its
+    // batches (a DataLoader that cannot keep up); each copying a checkpoint to the host,
+    // they are pauses.
+    let gaps = |gap: W| {
+        let mut w = times(60, LOOP);
+        for _ in 0..6 {
+            w.extend(times(16, gap));
+            w.extend(times(60, LOOP));
+        }
+        time_axis(&profile(timeline(&w, false))).unwrap()
+    };
+    let a = gaps(QUIET);
+    assert_eq!(
+        kinds(&a),
+        [(PhaseKind::Steady, None, 0, 5160)],
+        "{:?}",
+        a.phases
+    );
+    let checkpoint = W {
+        copy_ns: 8 * MS,
+        dtoh_bytes: 16 << 20,
+        ..QUIET
+    };
+    let a = gaps(checkpoint);
+    let pauses: Vec<u64> = starts(&a)
+        .into_iter()
+        .filter(|&(kind, _)| kind == PhaseKind::Pause)
+        .map(|(_, start)| start)
+        .collect();
+    assert_eq!(pauses, [600, 1360, 2120, 2880, 3640, 4400]);
+}
+
+#[test]
 fn host_idle_at_a_high_launch_rate_is_launch_overhead() {
     // 200 launches in 10 ms (20,000/s): the host idle time is the launches'.
     let busy = W {
