@@ -334,7 +334,7 @@ fn a_sync_longer_than_a_window_shows_the_work_cupti_did_not_record() {
     let r = report_json(&[&data("h200-triton-deep-queue.json")]);
     let s = &r["steady_state"];
     assert_eq!(s["gpu_idle_share"].as_f64(), Some(0.001), "{s}");
-    assert_eq!(s["gpu_ns"].as_u64(), Some(1_071_997_976), "{s}");
+    assert_eq!(s["gpu_ns"].as_u64(), Some(1_071_981_528), "{s}");
     let grid = finding(&r, "small-grid").expect("small-grid");
     let impact = grid["impact"].as_f64().unwrap();
     assert!((impact - 0.966).abs() < 0.0005, "{impact}");

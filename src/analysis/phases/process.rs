@@ -238,16 +238,25 @@ fn labels(w: &Windows) -> Vec<Label> {
             *label = Label::Pause(Some(name.to_string()));
         }
     }
-    // Warm-up: the windows with work before the first at the loop's usual rate (half the
-    // median launches of the windows with work, or more).
+    // Warm-up: the windows with work before the first at the loop's usual rate: half the
+    // median launches of the windows with work or more, and a quarter or more of the
+    // rate of the window that made the median launch. The second holds where a set-up
+    // slower than the loop outlasts it, and its windows are most of the median: cuDNN's
+    // autotune and 8 workers starting took 9 s at 20-250 launches a window before a short
+    // DataLoader loop of 2.6 s at 1,400-5,000 (bench/results/gpu-2026-12-03-reallib-7,
+    // loader-slow).
     let mut rates: Vec<u64> = (first..=last)
         .filter(|&i| working[i])
         .map(|i| at(metric, i))
         .collect();
     rates.sort_unstable();
     let usual = rates[rates.len() / 2];
+    let launch_median = median_weighted(&rates);
     let settled = (first..=last)
-        .find(|&i| labels[i] == Label::Steady && 2 * at(metric, i) >= usual)
+        .find(|&i| {
+            let rate = at(metric, i);
+            labels[i] == Label::Steady && 2 * rate >= usual && 4 * rate >= launch_median
+        })
         .unwrap_or(first);
     for label in &mut labels[first..settled] {
         if *label == Label::Steady {
@@ -272,6 +281,20 @@ fn labels(w: &Windows) -> Vec<Label> {
         labels[last] = Label::Teardown;
     }
     labels
+}
+
+/// The value of `sorted` (ascending) at which half their sum is reached: the median of the
+/// events they count (launches) rather than of the values (windows).
+fn median_weighted(sorted: &[u64]) -> u64 {
+    let half = total(sorted.iter().copied()).div_ceil(2);
+    let mut sum = 0u64;
+    for &v in sorted {
+        sum = sum.saturating_add(v);
+        if sum >= half {
+            return v;
+        }
+    }
+    sorted.last().copied().unwrap_or(0)
 }
 
 /// The one-off copies in `[start, end)`: those of the windows whose middle lies in it,

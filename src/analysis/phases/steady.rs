@@ -120,6 +120,25 @@ impl SteadyGpu {
     pub fn share(&self, kind: IdleKind) -> f64 {
         crate::units::share(self.idle.get(&kind).copied().unwrap_or(0), self.ns)
     }
+
+    /// The share of the steady device time idle in gaps of `timeline::LONG_GAP_NS` or more
+    /// that began with the host in `cause`.
+    pub fn long_share(&self, cause: IdleCause) -> f64 {
+        let ns = self.long_idle.iter().filter(|((c, _), _)| *c == cause);
+        crate::units::share(total(ns.map(|(_, &ns)| ns)), self.ns)
+    }
+
+    /// The share of launching idle that comes back once the host no longer waits `freed`
+    /// (a share of the steady state) in gaps long enough to drain the queue: after each
+    /// such wait the GPU idles between the first launches of the next step until the host
+    /// gets ahead of it. The host gets ahead by at most the time it no longer waits, and
+    /// only while the GPU runs something longer than a launch: the refill's idle comes
+    /// back up to both. A per-op dispatch loop (JAX without `jit`, GPU busy 1 %) has no
+    /// queue to refill, and its launching idle stays `launch-bound`'s.
+    pub fn refill_share(&self, freed: f64) -> f64 {
+        let busy = crate::units::share(self.busy_ns + self.transfer_ns, self.ns);
+        self.share(IdleKind::Launch).min(freed.max(0.0)).min(busy)
+    }
 }
 
 /// How a step was found.

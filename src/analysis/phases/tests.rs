@@ -1211,3 +1211,31 @@ fn many_long_gaps_that_each_end_in_a_load_are_the_loops_waits_not_jit() {
         .filter(|p| p.name.as_deref() == Some(LOADING));
     assert_eq!(named.count(), 10, "{:?}", kinds(&a));
 }
+
+#[test]
+fn a_set_up_slower_than_the_loop_that_outlasts_it_is_warm_up() {
+    // 90 windows of autotuning at 2 launches each, GPU mostly idle with the host working,
+    // then 30 windows of the loop at 20: the median window is the set-up's, the median
+    // launch the loop's. The set-up is warm-up, and its idle is not the loop's.
+    let autotune = W {
+        launches: 2,
+        busy_ns: MS,
+        idle_host: 9 * MS,
+        ..QUIET
+    };
+    let mut w = times(90, autotune);
+    w.extend(times(30, LOOP));
+    let p = profile(timeline(&w, true));
+    let a = time_axis(&p).unwrap();
+    assert_eq!(
+        kinds(&a),
+        [
+            (PhaseKind::Warmup, None, 0, 900),
+            (PhaseKind::Steady, None, 900, 1200)
+        ],
+        "{:?}",
+        a.phases
+    );
+    let g = steady(&p).unwrap().gpu.unwrap();
+    assert_eq!((g.ns, g.busy_ns), (300 * MS, 180 * MS));
+}
