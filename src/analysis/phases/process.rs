@@ -284,17 +284,15 @@ fn labels(w: &Windows) -> Vec<Label> {
 }
 
 /// The value of `sorted` (ascending) at which half their sum is reached: the median of the
-/// events they count (launches) rather than of the values (windows).
+/// events they count (launches) rather than of the values (windows); 0 for none.
 fn median_weighted(sorted: &[u64]) -> u64 {
     let half = total(sorted.iter().copied()).div_ceil(2);
     let mut sum = 0u64;
-    for &v in sorted {
+    let reached = sorted.iter().find(|&&v| {
         sum = sum.saturating_add(v);
-        if sum >= half {
-            return v;
-        }
-    }
-    sorted.last().copied().unwrap_or(0)
+        sum >= half
+    });
+    reached.copied().unwrap_or(0)
 }
 
 /// The one-off copies in `[start, end)`: those of the windows whose middle lies in it,

@@ -121,6 +121,11 @@ impl SteadyGpu {
         crate::units::share(self.idle.get(&kind).copied().unwrap_or(0), self.ns)
     }
 
+    /// The share of the steady device time the GPU ran kernels or transfers.
+    pub fn busy_share(&self) -> f64 {
+        crate::units::share(self.busy_ns + self.transfer_ns, self.ns)
+    }
+
     /// The share of the steady device time idle in gaps of `timeline::LONG_GAP_NS` or more
     /// that began with the host in `cause`.
     pub fn long_share(&self, cause: IdleCause) -> f64 {
@@ -136,8 +141,9 @@ impl SteadyGpu {
     /// back up to both. A per-op dispatch loop (JAX without `jit`, GPU busy 1 %) has no
     /// queue to refill, and its launching idle stays `launch-bound`'s.
     pub fn refill_share(&self, freed: f64) -> f64 {
-        let busy = crate::units::share(self.busy_ns + self.transfer_ns, self.ns);
-        self.share(IdleKind::Launch).min(freed.max(0.0)).min(busy)
+        self.share(IdleKind::Launch)
+            .min(freed.max(0.0))
+            .min(self.busy_share())
     }
 }
 

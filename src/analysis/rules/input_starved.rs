@@ -36,7 +36,10 @@ an evaluation, a checkpoint) are pauses, not starvation (docs/diagnosis.md, \"Ph
 impact is the GPU idle time of the steady state that began with the host outside the driver
 (or launching at under 10,000 launches a second, or in a gap of 1 ms or more, or in a
 window CUPTI missed without a launch) and nothing queued, over the steady device
-time, while the host spent less than half the steady state inside driver calls. A one-off
+time, while the host spent less than half the steady state inside driver calls. Where
+those waits warn (5 % or more), the queue's refill counts too: after each wait of 1 ms or
+more the GPU idles while the host launches into the emptied queue, and that launching idle
+comes back, up to the waits in such gaps and the GPU's busy share. A one-off
 stall is not counted either: where one steady window holds twice as much of that idle as
 all the others together (in a steady state of three windows or more), it is the host
 stalling once (a garbage collection, a compile's tail: 21 ms in a torch.compile'd loop's

@@ -148,7 +148,7 @@ impl SyncStalled {
                     // A checkpoint's copies and the host's writing after them.
                     return Outcome::Clear;
                 }
-                let busy = share(g.busy_ns + g.transfer_ns, g.ns);
+                let busy = g.busy_share();
                 let after = (busy / (1.0 - idle)).min(1.0);
                 let processes = p.processes.len().max(1) as u64;
                 let slower = power_capped_loss(p, s.ns / processes, busy, after);
@@ -193,7 +193,7 @@ impl SyncStalled {
         Outcome::Found(match &s.gpu {
             Some(g) => f
                 .evidence("gpu_after_sync_idle_share", g.share(IdleKind::AfterSync))
-                .evidence("gpu_busy_share", share(g.busy_ns + g.transfer_ns, g.ns)),
+                .evidence("gpu_busy_share", g.busy_share()),
             None => f.heuristic(),
         })
     }
