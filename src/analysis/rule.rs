@@ -3,7 +3,7 @@
 //! reports, placed in a layer with a severity. The rules (`rules/`) implement it and
 //! `diagnose` runs them; neither imports the other's internals.
 
-use crate::analysis::phases::{time_axis, SteadyState, TimeAxis};
+use crate::analysis::phases::{time_axis, SteadyGpu, SteadyState, TimeAxis};
 use crate::analysis::profile::Profile;
 use gpuspy_format::callsites::{CallSite, Frame};
 use serde::Serialize;
@@ -75,6 +75,17 @@ pub enum Severity {
 
 /// Findings below this share of the time they are measured against are informational.
 pub const WARNING_IMPACT: f64 = 0.05;
+
+/// The queue's refill after waits of `waited` that no longer keep the host `freed` (shares
+/// of the steady state), once the fix is in: counted only where the waits warn by
+/// themselves, so it sizes a finding and never makes one (`SteadyGpu::refill_share`).
+pub fn refill_of_warning(g: &SteadyGpu, waited: f64, freed: f64) -> f64 {
+    if waited >= WARNING_IMPACT {
+        g.refill_share(freed)
+    } else {
+        0.0
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {

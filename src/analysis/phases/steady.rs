@@ -9,7 +9,7 @@ use crate::analysis::profile::{total, Profile};
 use gpuspy_format::timeline::{
     DeviceWindows, GapEnd, HostEventKind, HostWindows, IdleCause, IdleSeries, UnifiedMemoryWindows,
 };
-use gpuspy_format::{HostKind, SyncCause};
+use gpuspy_format::{Direction, HostKind, SyncCause};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -178,6 +178,8 @@ pub struct Counters {
     pub blocked: BTreeMap<SyncCause, u64>,
     /// Bytes copied between pageable host memory and a device, both directions.
     pub pageable_bytes: u64,
+    /// Of them, the bytes copied to the host.
+    pub pageable_to_host_bytes: u64,
 }
 
 impl Counters {
@@ -191,10 +193,11 @@ impl Counters {
         for c in &h.blocked_ns {
             *self.blocked.entry(c.cause).or_default() += at(&c.ns, i);
         }
-        self.pageable_bytes += total(
-            h.copy_bytes
-                .iter()
-                .filter(|c| c.host == HostKind::Pageable)
+        let pageable = || h.copy_bytes.iter().filter(|c| c.host == HostKind::Pageable);
+        self.pageable_bytes += total(pageable().map(|c| at(&c.bytes, i)));
+        self.pageable_to_host_bytes += total(
+            pageable()
+                .filter(|c| c.direction == Direction::DtoH)
                 .map(|c| at(&c.bytes, i)),
         );
     }

@@ -2,7 +2,7 @@ use super::gpu_data::*;
 use super::um_fault_heavy::fault_host_wait_ns;
 use crate::analysis::phases::{IdleKind, SteadyGpu, SteadyState};
 use crate::analysis::profile::Profile;
-use crate::analysis::rule::{Finding, Input, Layer, Outcome, Rule, WARNING_IMPACT};
+use crate::analysis::rule::{refill_of_warning, Finding, Input, Layer, Outcome, Rule};
 use crate::units::share;
 use gpuspy_format::timeline::IdleCause;
 
@@ -125,11 +125,7 @@ impl InputStarved {
         // drain nothing. The refill sizes the fix of waits the rule warns about, and finds
         // none by itself: a healthy loop with checkpoints, GPU busy 88 %, idled 4.8 % with
         // the host working and 4.2 % launching (tests/data/reallib4-healthy-checkpoint.json).
-        let refill = if waited >= WARNING_IMPACT {
-            g.refill_share(waited.min(g.long_share(IdleCause::Host)))
-        } else {
-            0.0
-        };
+        let refill = refill_of_warning(g, waited, waited.min(g.long_share(IdleCause::Host)));
         let impact = (waited + refill).min(1.0 - in_driver).max(0.0);
         if in_driver >= HOST_IN_DRIVER_MAX || impact < 0.01 {
             return Outcome::Clear;

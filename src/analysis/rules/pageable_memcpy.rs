@@ -41,16 +41,26 @@ Impact: the blocked share. With pinned memory the same copies run asynchronously
 overlap the GPU's work.
 
 With a timeline (dumps of schema 2), the blocked time and the copies are the steady
-state's, and the impact is the time the fix removes: the GPU time without a kernel that
-the copies took (idle time that began while the host was inside a pageable copy, plus the
-time a copy ran and no kernel did; without the GPU side, the host's blocked time), less
-the time the same bytes take to cross the link pinned (the steady state's pageable bytes
-at the PCIe link's peak rate, gen4 x16's 31.5 GB/s where NVML did not read it), each as a
-share of its span (the device time sampling recorded, the whole steady state). Transfer
-time from other copies in the same windows counts too: in a loop whose copies are
-pageable it is theirs. On the H200 (`examples/staged.py pageable-memcpy`, 16 MiB a step),
-from dumps recorded before transfer time was: 93 % idle in the copies (over the time
-accounted), 20 % the pinned copies' share, impact 73 % against 71-73 % saved.
+state's, and the impact is the time the fix removes: pinned, the copies overlap the step,
+and the loop takes as long as the slower of its sides. At least the GPU time without a
+kernel that the copies took comes back (idle time that began while the host was inside a
+pageable copy, plus the time a copy ran and no kernel did; without the GPU side, the
+host's blocked time), less the time the same bytes take to cross the link pinned (the
+steady state's pageable bytes at the PCIe link's peak rate, gen4 x16's 31.5 GB/s where
+NVML did not read it), each as a share of its span (the device time sampling recorded,
+the whole steady state). Transfer time from other copies in the same windows counts too:
+in a loop whose copies are pageable it is theirs. On the H200 (`examples/staged.py
+pageable-memcpy`, 16 MiB a step), from dumps recorded before transfer time was: 93 % idle
+in the copies (over the time accounted), 20 % the pinned copies' share, impact 73 %
+against 71-73 % saved. Where the host is the slower side, its time blocked in copies to
+the device comes back instead (the blocked time in the bytes' proportion), up to all the
+GPU's time without a kernel less the pinned copies: a small CNN fed from a NumPy array
+(`examples/reallib.py numpy-pageable`), host blocked 48-52 % in the copies and the GPU
+idle 34-44 % besides its 40-47 % of copying, mostly launching into the queue each copy
+drained: predicted 48-52 %, pinning saved 52-61 %. A copy to the host gives nothing
+there: the host waits for the bytes it reads, and the queue before them, whatever their
+memory. Where host and GPU take about as long, they do not overlap perfectly once
+pinned, and the impact overstates.
 
 Copies that come in fewer than 8 bursts filling under a quarter of the steady windows are
 not a per-step cost and do not fire the rule: a model moved to the GPU, a checkpoint, the
@@ -92,13 +102,31 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
             // Pinned, the same bytes still cross the link, at its peak rate.
             pinned_ns = (st.host.pageable_bytes as f64 / link_peak_bytes_per_s(p) * 1e9) as u64;
             impact = match &st.gpu {
-                // The GPU side covers the windows sampling recorded, the bytes all of them:
-                // each as a share of its own span.
-                Some(g) => (share(
-                    g.idle.get(&IdleKind::PageableCopy).copied().unwrap_or(0) + g.transfer_ns,
-                    g.ns,
-                ) - share(pinned_ns, steady))
-                .max(0.0),
+                // At least the GPU time without a kernel that the copies took comes back.
+                // Where the host is the slower side, its time blocked in copies to the
+                // device does too (pinned, they overlap the step), up to all the GPU's time
+                // without a kernel; a copy to the host it waits for anyway, the queue
+                // before it included. A small CNN fed from a NumPy array: host blocked
+                // 48.3 % in the copies, GPU copying 39.8 % and idle 43.8 %, most of it
+                // launching into the queue each copy drained; pinned, the loop took 52 %
+                // less (bench/results/gpu-2026-12-04-reallib-8). The GPU side covers the
+                // windows sampling recorded, the bytes all of them: each as a share of its
+                // own span.
+                Some(g) => {
+                    let pinned_share = share(pinned_ns, steady);
+                    let in_copies = share(
+                        g.idle.get(&IdleKind::PageableCopy).copied().unwrap_or(0) + g.transfer_ns,
+                        g.ns,
+                    ) - pinned_share;
+                    let to_device = 1.0
+                        - share(
+                            st.host.pageable_to_host_bytes,
+                            st.host.pageable_bytes.max(1),
+                        );
+                    let host_side = (blocked_share * to_device)
+                        .min(1.0 - share(g.busy_ns, g.ns) - pinned_share);
+                    in_copies.max(host_side).max(0.0)
+                }
                 None => share(blocked.saturating_sub(pinned_ns), steady),
             };
         } else {
@@ -226,6 +254,58 @@ mod tests {
             panic!("no finding")
         };
         assert!((f.impact - 0.7).abs() < 1e-9, "{}", f.impact);
+    }
+
+    #[test]
+    fn a_host_blocked_in_copies_to_the_device_gets_that_time_back_where_it_is_the_slower_side() {
+        use crate::analysis::phases::fixtures::{attach, timeline, times, MS, W};
+        use crate::analysis::rules::gpu_data::fixtures::{gpu, h200};
+        use gpuspy_format::timeline::{IdleCause, IdleSeries};
+        // 50 windows of 10 ms, each copying 63.016 MB from pageable memory (1 ms at gen5
+        // x16's peak) with the host blocked 5 ms in the copy; the GPU runs kernels 2 ms,
+        // the copy 4 ms, idles 0.5 ms in it and 3.5 ms while the host launches.
+        const BYTES: u64 = 63_016_000;
+        let profile = |direction: Direction| {
+            let (htod_bytes, dtoh_bytes) = match direction {
+                Direction::HtoD => (BYTES, 0),
+                _ => (0, BYTES),
+            };
+            let w = W {
+                launches: 100,
+                busy_ns: 2 * MS,
+                copy_ns: 5 * MS,
+                idle_host: 3 * MS + MS / 2,
+                htod_bytes,
+                dtoh_bytes,
+                ..W::default()
+            };
+            let mut t = timeline(&times(50, w), true);
+            t.devices[0].idle_ns.push(IdleSeries {
+                cause: IdleCause::PageableCopy,
+                ns: vec![MS / 2; 50],
+            });
+            t.devices[0].transfer_ns = vec![4 * MS; 50];
+            let mut p = run(0.5)
+                .sync(SyncCause::PageableAsyncCopy, 50, 250.0)
+                .copy(direction, HostKind::Pageable, 50, 50 * BYTES)
+                .gpu(gpu(h200(), None, None))
+                .build();
+            attach(&mut p, t);
+            p
+        };
+        // Pinned, the copies overlap the step: the host's 5 ms come back, which the GPU
+        // allows (kernels 2 ms and the pinned copy 1 ms of the 10), not only the 4.5 ms
+        // the GPU spent in the copies less the pinned copy's 1 ms.
+        let Outcome::Found(f) = PageableMemcpy.check(&Input::new(&profile(Direction::HtoD))) else {
+            panic!("no finding")
+        };
+        assert!((f.impact - 0.5).abs() < 1e-9, "{}", f.impact);
+        // The host waits for bytes it reads whatever their memory: copies to the host give
+        // back only the GPU's time in them.
+        let Outcome::Found(f) = PageableMemcpy.check(&Input::new(&profile(Direction::DtoH))) else {
+            panic!("no finding")
+        };
+        assert!((f.impact - 0.35).abs() < 1e-9, "{}", f.impact);
     }
 
     #[test]
