@@ -102,16 +102,12 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
             // Pinned, the same bytes still cross the link, at its peak rate.
             pinned_ns = (st.host.pageable_bytes as f64 / link_peak_bytes_per_s(p) * 1e9) as u64;
             impact = match &st.gpu {
-                // At least the GPU time without a kernel that the copies took comes back.
-                // Where the host is the slower side, its time blocked in copies to the
-                // device does too (pinned, they overlap the step), up to all the GPU's time
-                // without a kernel; a copy to the host it waits for anyway, the queue
-                // before it included. A small CNN fed from a NumPy array: host blocked
-                // 48.3 % in the copies, GPU copying 39.8 % and idle 43.8 %, most of it
-                // launching into the queue each copy drained; pinned, the loop took 52 %
-                // less (bench/results/gpu-2026-12-04-reallib-8). The GPU side covers the
-                // windows sampling recorded, the bytes all of them: each as a share of its
-                // own span.
+                // Pinned, the copies overlap the step: at least the GPU's time in them
+                // comes back, and where the host is the slower side its time blocked in
+                // copies to the device, up to all the GPU's time without a kernel (bytes
+                // it reads it waits for anyway; bench/results/gpu-2026-12-04-reallib-8).
+                // The GPU side covers the windows sampling recorded, the bytes all of
+                // them: each as a share of its own span.
                 Some(g) => {
                     let pinned_share = share(pinned_ns, steady);
                     let in_copies = share(
