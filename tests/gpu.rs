@@ -1183,6 +1183,40 @@ fn a_sync_that_finds_the_gpu_drained_still_owns_the_idle_it_opens() {
 }
 
 #[test]
+fn each_sync_also_owns_the_queues_refill_after_it() {
+    // bench/results/gpu-2026-12-04-reallib-8, short item-logging: the loss read with
+    // .item() and logged every step. GPU idle 16.4 % of the steady state after the syncs and
+    // 12.3 % launching into the queue they drained; logging every 50 steps saved 28 %.
+    let r = report_json(&[&data("reallib8-item-logging.json")]);
+    assert_eq!(r["verdict"], "sync-stalled");
+    let f = finding(&r, "sync-stalled").expect("a sync-stalled finding");
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["evidence"]["gpu_after_sync_idle_share"], 0.164);
+    assert_eq!(f["evidence"]["refill_share"], 0.123);
+    assert_eq!(f["evidence"]["blocked_share"], 0.213);
+    assert!(
+        (f["impact"].as_f64().unwrap() - 0.287).abs() < 1e-9,
+        "{}",
+        f["impact"]
+    );
+}
+
+#[test]
+fn a_host_bound_loop_gets_its_time_blocked_in_pageable_copies_back() {
+    // bench/results/gpu-2026-12-04-reallib-8, short numpy-pageable: a small CNN fed from a
+    // NumPy array, 19 MB a batch. Host blocked 48.3 % of the steady state in the copies,
+    // the GPU's time in them 36.7 % once the pinned copies' time is taken off; pinning the
+    // dataset saved 52 %.
+    let r = report_json(&[&data("reallib8-numpy-pageable.json")]);
+    assert_eq!(r["verdict"], "pageable-memcpy");
+    let f = finding(&r, "pageable-memcpy").expect("a pageable-memcpy finding");
+    assert_eq!(f["evidence"]["pageable_async_copies"], 309);
+    assert_eq!(f["evidence"]["gpu_in_copies_share"], 0.367);
+    assert_eq!(f["evidence"]["host_blocked_to_device_share"], 0.483);
+    assert_eq!(f["impact"], 0.483);
+}
+
+#[test]
 fn a_busy_training_loop_that_checkpoints_is_not_launch_bound() {
     // bench/results/gpu-2026-12-03-reallib-4, short healthy-checkpoint: a bf16 MLP step of
     // large matmuls at 24,079 launches a second, the GPU idle 7.3 % of the steady state

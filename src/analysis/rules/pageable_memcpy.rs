@@ -81,6 +81,8 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
         let blocked_share;
         let impact;
         let mut pinned_ns = 0;
+        // With the GPU side: the share its time in the copies gives back, and the host's.
+        let mut sides = None;
         if let Some((a, st)) = (input.axis.as_ref()).and_then(|a| Some((a, a.steady.as_ref()?))) {
             let cause = [SyncCause::PageableAsyncCopy];
             let copies = Recurrence::of(p, a, |t, w| {
@@ -121,6 +123,7 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
                         );
                     let host_side = (blocked_share * to_device)
                         .min(1.0 - share(g.busy_ns, g.ns) - pinned_share);
+                    sides = Some((in_copies.max(0.0), host_side.max(0.0)));
                     in_copies.max(host_side).max(0.0)
                 }
                 None => share(blocked.saturating_sub(pinned_ns), steady),
@@ -134,8 +137,7 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
         }
         let (h2d_calls, h2d_bytes) = p.copied(Direction::HtoD, HostKind::Pageable);
         let (d2h_calls, d2h_bytes) = p.copied(Direction::DtoH, HostKind::Pageable);
-        Outcome::Found(
-            Finding::new(
+        let f = Finding::new(
                 self,
                 impact,
                 format!(
@@ -153,8 +155,13 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
             .evidence("htod_pageable_bytes", h2d_bytes)
             .evidence("dtoh_pageable_copies", d2h_calls)
             .evidence("dtoh_pageable_bytes", d2h_bytes)
-            .call_sites(p, s.total_ns, |site| site.cause == Some(SyncCause::PageableAsyncCopy)),
-        )
+            .call_sites(p, s.total_ns, |site| site.cause == Some(SyncCause::PageableAsyncCopy));
+        Outcome::Found(match sides {
+            Some((gpu, host)) => f
+                .evidence("gpu_in_copies_share", gpu)
+                .evidence("host_blocked_to_device_share", host),
+            None => f,
+        })
     }
 }
 
@@ -296,12 +303,15 @@ mod tests {
             panic!("no finding")
         };
         assert!((f.impact - 0.5).abs() < 1e-9, "{}", f.impact);
+        assert_eq!(f.evidence["gpu_in_copies_share"], 0.35);
+        assert_eq!(f.evidence["host_blocked_to_device_share"], 0.5);
         // The host waits for bytes it reads whatever their memory: copies to the host give
         // back only the GPU's time in them.
         let Outcome::Found(f) = PageableMemcpy.check(&Input::new(&profile(Direction::DtoH))) else {
             panic!("no finding")
         };
         assert!((f.impact - 0.35).abs() < 1e-9, "{}", f.impact);
+        assert_eq!(f.evidence["host_blocked_to_device_share"], 0.0);
     }
 
     #[test]
