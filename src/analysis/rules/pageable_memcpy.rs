@@ -112,19 +112,21 @@ CuPy, `cupyx.empty_pinned`/`cupyx.zeros_pinned`. For an existing buffer,
                 // them: each as a share of its own span.
                 Some(g) => {
                     let pinned_share = share(pinned_ns, steady);
-                    let in_copies = share(
+                    let in_copies = (share(
                         g.idle.get(&IdleKind::PageableCopy).copied().unwrap_or(0) + g.transfer_ns,
                         g.ns,
-                    ) - pinned_share;
+                    ) - pinned_share)
+                        .max(0.0);
                     let to_device = 1.0
                         - share(
                             st.host.pageable_to_host_bytes,
                             st.host.pageable_bytes.max(1),
                         );
                     let host_side = (blocked_share * to_device)
-                        .min(1.0 - share(g.busy_ns, g.ns) - pinned_share);
-                    sides = Some((in_copies.max(0.0), host_side.max(0.0)));
-                    in_copies.max(host_side).max(0.0)
+                        .min(1.0 - share(g.busy_ns, g.ns) - pinned_share)
+                        .max(0.0);
+                    sides = Some((in_copies, host_side));
+                    in_copies.max(host_side)
                 }
                 None => share(blocked.saturating_sub(pinned_ns), steady),
             };
